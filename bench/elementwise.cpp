@@ -1,0 +1,103 @@
+// Eager elementwise throughput beside its limits, in one binary:
+//   stream_copy   the machine's copy bandwidth (read n, write n)
+//   hand_*        a hand-written loop, one pass (what fusion can reach)
+//   eager_*       tandem eager ops (one pass and one buffer per op)
+// Bytes per element count only the inputs read and the output written, so
+// the chain's eager/hand ratio is the cost of not fusing.
+//
+//   ./build/release/bench/bench_elementwise --benchmark_counters_tabular=true
+#include <benchmark/benchmark.h>
+
+#include <tandem/tandem.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+using namespace tandem;
+
+namespace {
+
+constexpr std::int64_t small = 4096, large = 16 * 1024 * 1024;
+
+tensor<float> input(std::int64_t n, std::uint64_t seed) {
+  generator gen(seed);
+  return uniform({n}, -1, 1, gen);
+}
+
+// The 8-op chain, written once and used by both the eager and the hand version.
+template <class X>
+auto chain(const X& x) {
+  return (((x * 1.5f + 0.5f) * x - 2.0f) * x + 1.0f) * (x - 0.25f);
+}
+
+void stream_copy(benchmark::State& state) {
+  std::int64_t n = state.range(0);
+  tensor<float> a = input(n, 1), c = zeros({n});
+  for (auto _ : state) {
+    std::memcpy(c.data(), a.data(), static_cast<std::size_t>(n) * sizeof(float));
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * n * 8);
+}
+
+void hand_add(benchmark::State& state) {
+  std::int64_t n = state.range(0);
+  tensor<float> a = input(n, 1), b = input(n, 2), c = zeros({n});
+  for (auto _ : state) {
+    const float *pa = a.data(), *pb = b.data();
+    float* pc = c.data();
+    detail::parallel_for(n, detail::elementwise_grain, [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t i = lo; i < hi; ++i) pc[i] = pa[i] + pb[i];
+    });
+    benchmark::DoNotOptimize(pc);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * n * 12);
+}
+
+void eager_add(benchmark::State& state) {
+  std::int64_t n = state.range(0);
+  tensor<float> a = input(n, 1), b = input(n, 2);
+  for (auto _ : state) {
+    tensor<float> c = a + b;
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.SetBytesProcessed(state.iterations() * n * 12);
+}
+
+void hand_chain(benchmark::State& state) {
+  std::int64_t n = state.range(0);
+  tensor<float> a = input(n, 1), c = zeros({n});
+  for (auto _ : state) {
+    const float* pa = a.data();
+    float* pc = c.data();
+    detail::parallel_for(n, detail::elementwise_grain, [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t i = lo; i < hi; ++i) pc[i] = chain(pa[i]);
+    });
+    benchmark::DoNotOptimize(pc);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * n * 8);
+}
+
+void eager_chain(benchmark::State& state) {
+  std::int64_t n = state.range(0);
+  tensor<float> a = input(n, 1);
+  for (auto _ : state) {
+    tensor<float> c = chain(a);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.SetBytesProcessed(state.iterations() * n * 8);
+}
+
+}  // namespace
+
+BENCHMARK(stream_copy)->Arg(small)->Arg(large)->UseRealTime();
+BENCHMARK(hand_add)->Arg(small)->Arg(large)->UseRealTime();
+BENCHMARK(eager_add)->Arg(small)->Arg(large)->UseRealTime();
+BENCHMARK(hand_chain)->Arg(small)->Arg(large)->UseRealTime();
+BENCHMARK(eager_chain)->Arg(small)->Arg(large)->UseRealTime();
+
+BENCHMARK_MAIN();

@@ -1,0 +1,53 @@
+#pragma once
+// The buffer behind one or more tensors. Views share it through a
+// shared_ptr; it knows how to give its memory back (the caching allocator, a
+// user's deleter, or nothing for a borrowed pointer).
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <utility>
+
+#include "tandem/core/allocator.hpp"
+
+namespace tandem::detail {
+
+class storage {
+ public:
+  // Owned memory from the caching allocator.
+  explicit storage(std::size_t bytes) : data_(caching_allocator::allocate(bytes)), bytes_(bytes), owned_(true) {}
+  // Memory the caller keeps alive (a non-owning view).
+  storage(void* borrowed, std::size_t bytes) : data_(borrowed), bytes_(bytes) {}
+  // Memory adopted with the deleter that frees it.
+  storage(void* adopted, std::size_t bytes, std::function<void(void*)> deleter)
+      : data_(adopted), bytes_(bytes), deleter_(std::move(deleter)) {}
+
+  storage(const storage&) = delete;
+  storage& operator=(const storage&) = delete;
+  ~storage() {
+    if (owned_)
+      caching_allocator::deallocate(data_, bytes_);
+    else if (deleter_)
+      deleter_(data_);
+  }
+
+  void* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+
+  // Bumped by every in-place write, so that autograd can detect a saved value
+  // modified after it was saved.
+  std::uint64_t version() const { return version_; }
+  void bump_version() { ++version_; }
+
+ private:
+  void* data_;
+  std::size_t bytes_;
+  bool owned_ = false;
+  std::function<void(void*)> deleter_;
+  std::uint64_t version_ = 0;
+};
+
+inline std::shared_ptr<storage> allocate_storage(std::size_t bytes) { return std::make_shared<storage>(bytes); }
+
+}  // namespace tandem::detail

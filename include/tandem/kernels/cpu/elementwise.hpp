@@ -1,0 +1,194 @@
+#pragma once
+// The one elementwise loop for the CPU. It runs any op over N typed operands
+// with arbitrary strides (0 for a broadcast axis, negative for a reversed
+// view) into an output of any strides. Axes that are contiguous together are
+// merged first, so most calls become one flat loop; where the innermost
+// strides are 0 or 1 and all operands share the compute type, the body runs
+// on SIMD batches with a scalar tail. Work is split across the thread pool
+// in chunks of whole elements, so results do not depend on the thread count.
+
+#include <array>
+#include <cstdint>
+#include <tuple>
+#include <utility>
+
+#include "tandem/core/config.hpp"
+#include "tandem/core/shape.hpp"
+#include "tandem/kernels/cpu/simd.hpp"
+#include "tandem/kernels/cpu/thread_pool.hpp"
+
+namespace tandem::detail {
+
+// A read-only operand of an elementwise loop: its first element and its
+// strides over the output's axes.
+template <class T>
+struct operand {
+  const T* data;
+  dims strides;
+};
+
+// Ops opt out of the SIMD body (for instance when their scalar form branches
+// on a bool) by declaring `static constexpr bool vectorizable = false`.
+template <class Op>
+constexpr bool op_is_vectorizable() {
+  if constexpr (requires { Op::vectorizable; }) return Op::vectorizable;
+  else return true;
+}
+
+inline constexpr std::int64_t elementwise_grain = 32768;
+
+// The iteration space after merging axes: sizes[i] and, for each of the N
+// operands (the output first), its stride along axis i.
+template <std::size_t N>
+struct loop_space {
+  dims sizes;
+  std::array<dims, N> strides;
+};
+
+template <std::size_t N>
+loop_space<N> merge_axes(const shape& extent, const std::array<const dims*, N>& strides) {
+  loop_space<N> space;
+  for (std::size_t axis = 0; axis < extent.size(); ++axis) {
+    if (extent[axis] == 1) continue;
+    bool merges = !space.sizes.empty();
+    for (std::size_t k = 0; k < N && merges; ++k)
+      merges = space.strides[k].back() == (*strides[k])[axis] * extent[axis];
+    if (merges) {
+      space.sizes.back() *= extent[axis];
+      for (std::size_t k = 0; k < N; ++k) space.strides[k].back() = (*strides[k])[axis];
+    } else {
+      space.sizes.push_back(extent[axis]);
+      for (std::size_t k = 0; k < N; ++k) space.strides[k].push_back((*strides[k])[axis]);
+    }
+  }
+  if (space.sizes.empty()) {
+    space.sizes.push_back(1);
+    for (auto& s : space.strides) s.push_back(0);
+  }
+  return space;
+}
+
+template <class R, class C, class Op, class... In, std::size_t... K>
+TANDEM_ALWAYS_INLINE void scalar_row(const Op& op, std::int64_t n, R* out, std::int64_t out_stride,
+                                     const std::tuple<const In*...>& in, const std::array<std::int64_t, sizeof...(In)>& stride,
+                                     std::index_sequence<K...>) {
+  for (std::int64_t i = 0; i < n; ++i)
+    out[i * out_stride] = static_cast<R>(op(static_cast<C>(std::get<K>(in)[i * stride[K]])...));
+}
+
+template <class... In, std::size_t... K>
+TANDEM_ALWAYS_INLINE std::tuple<const In*...> advance(const std::tuple<const In*...>& p,
+                                                      const std::array<std::int64_t, sizeof...(In)>& stride,
+                                                      std::int64_t by, std::index_sequence<K...>) {
+  return {(std::get<K>(p) + by * stride[K])...};
+}
+
+template <class... In, std::size_t N, std::size_t... K>
+TANDEM_ALWAYS_INLINE std::tuple<const In*...> row_start(const std::tuple<const In*...>& base,
+                                                        const std::array<std::int64_t, N>& offset,
+                                                        std::index_sequence<K...>) {
+  return {(std::get<K>(base) + offset[K + 1])...};
+}
+
+#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+// Full batches for unit output stride and input strides of 0 or 1; returns
+// how many elements it wrote.
+template <class C, class Op, class... In, std::size_t... K>
+TANDEM_ALWAYS_INLINE std::int64_t simd_row(const Op& op, std::int64_t n, C* out, const std::tuple<const In*...>& in,
+                                           const std::array<std::int64_t, sizeof...(In)>& stride,
+                                           std::index_sequence<K...>) {
+  using batch = simd::batch<C>;
+  constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
+  std::int64_t i = 0;
+  if (((stride[K] == 1) && ...)) {
+    for (; i + w <= n; i += w) simd::store(out + i, op(simd::load(std::get<K>(in) + i)...));
+  } else {
+    std::array<batch, sizeof...(In)> splats{simd::splat(*std::get<K>(in))...};
+    for (; i + w <= n; i += w)
+      simd::store(out + i, op((stride[K] == 1 ? simd::load(std::get<K>(in) + i) : splats[K])...));
+  }
+  return i;
+}
+
+// Any strides, any count: elements are gathered into batches (a short last
+// batch padded with its first element), so that tails and strided rows go
+// through the same SIMD math as contiguous ones and every element gets the
+// same bits whatever the layout or the split across threads.
+template <class C, class Op, class... In, std::size_t... K>
+void gathered_row(const Op& op, std::int64_t n, C* out, std::int64_t out_stride, const std::tuple<const In*...>& in,
+                  const std::array<std::int64_t, sizeof...(In)>& stride, std::index_sequence<K...>) {
+  using batch = simd::batch<C>;
+  constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
+  alignas(64) std::array<std::array<C, batch::size>, sizeof...(In)> lanes;
+  alignas(64) std::array<C, batch::size> result;
+  for (std::int64_t i = 0; i < n; i += w) {
+    std::int64_t m = std::min(w, n - i);
+    for (std::int64_t l = 0; l < w; ++l) {
+      std::int64_t from = i + (l < m ? l : 0);
+      ((lanes[K][l] = std::get<K>(in)[from * stride[K]]), ...);
+    }
+    op(simd::load(lanes[K].data())...).store_aligned(result.data());
+    for (std::int64_t l = 0; l < m; ++l) out[(i + l) * out_stride] = result[l];
+  }
+}
+#endif
+
+template <class R, class C, class Op, class... In>
+void run_row(const Op& op, std::int64_t n, R* out, std::int64_t out_stride, std::tuple<const In*...> in,
+             const std::array<std::int64_t, sizeof...(In)>& stride) {
+  constexpr auto seq = std::index_sequence_for<In...>{};
+#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+  if constexpr (std::is_same_v<R, C> && (std::is_same_v<In, C> && ...) && simd::supported<C> &&
+                op_is_vectorizable<Op>()) {
+    bool unit = out_stride == 1;
+    for (auto s : stride) unit = unit && (s == 0 || s == 1);
+    std::int64_t done = unit ? simd_row<C>(op, n, out, in, stride, seq) : 0;
+    if (done < n) gathered_row<C>(op, n - done, out + done * out_stride, out_stride, advance(in, stride, done, seq), stride, seq);
+    return;
+  }
+#endif
+  scalar_row<R, C>(op, n, out, out_stride, in, stride, seq);
+}
+
+// out[i] = R(op(C(in_0[i]), ..., C(in_k[i]))) over `extent`, with out and
+// each input addressed through its own strides.
+template <class R, class C, class Op, class... In>
+void elementwise(const Op& op, const shape& extent, R* out, const dims& out_strides, const operand<In>&... in) {
+  constexpr std::size_t n_operands = sizeof...(In) + 1;
+  std::int64_t total = numel(extent);
+  if (total == 0) return;
+  loop_space<n_operands> space = merge_axes<n_operands>(extent, {&out_strides, &in.strides...});
+  const std::size_t rank = space.sizes.size();
+  const std::int64_t inner = space.sizes.back();
+  const std::tuple<const In*...> bases{in.data...};
+
+  parallel_for(total, elementwise_grain, [&](std::int64_t begin, std::int64_t end) {
+    dims index(rank, 0);
+    std::array<std::int64_t, n_operands> offset{};
+    std::int64_t rest = begin;
+    for (std::size_t axis = rank; axis-- > 0;) {
+      index[axis] = rest % space.sizes[axis];
+      rest /= space.sizes[axis];
+      for (std::size_t k = 0; k < n_operands; ++k) offset[k] += index[axis] * space.strides[k][axis];
+    }
+    std::array<std::int64_t, sizeof...(In)> inner_stride;
+    for (std::size_t k = 0; k < sizeof...(In); ++k) inner_stride[k] = space.strides[k + 1][rank - 1];
+
+    for (std::int64_t pos = begin; pos < end;) {
+      std::int64_t n = std::min(inner - index[rank - 1], end - pos);
+      run_row<R, C>(op, n, out + offset[0], space.strides[0][rank - 1],
+                    row_start(bases, offset, std::index_sequence_for<In...>{}), inner_stride);
+      pos += n;
+      for (std::size_t j = 0; j < n_operands; ++j) offset[j] += n * space.strides[j][rank - 1];
+      index[rank - 1] += n;
+      for (std::size_t axis = rank - 1; axis > 0 && index[axis] == space.sizes[axis]; --axis) {
+        for (std::size_t j = 0; j < n_operands; ++j)
+          offset[j] += space.strides[j][axis - 1] - space.sizes[axis] * space.strides[j][axis];
+        index[axis] = 0;
+        ++index[axis - 1];
+      }
+    }
+  });
+}
+
+}  // namespace tandem::detail

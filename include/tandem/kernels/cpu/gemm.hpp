@@ -1,0 +1,169 @@
+#pragma once
+// C = A * B for the CPU, in the packed, register-blocked form of GotoBLAS and
+// BLIS: blocks of B are packed into NR-wide panels and blocks of A into
+// MR-tall panels (reading A and B through any strides, so transposed views
+// cost nothing extra), and an MR x NR micro-kernel keeps its tile of C in
+// SIMD registers across the whole depth of a block. Threads split the rows of
+// C; each element's sum runs over k in the same order for any thread count.
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "tandem/kernels/cpu/simd.hpp"
+#include "tandem/kernels/cpu/thread_pool.hpp"
+
+namespace tandem::detail {
+
+// A read-only matrix seen through strides (in elements).
+template <class T>
+struct strided_matrix {
+  const T* data;
+  std::int64_t row_stride, col_stride;
+  const T& operator()(std::int64_t i, std::int64_t j) const { return data[i * row_stride + j * col_stride]; }
+};
+
+template <class T>
+struct gemm_shape {
+  static constexpr std::int64_t width = static_cast<std::int64_t>(simd::width<T>);
+  static constexpr std::int64_t mr = 6;
+  static constexpr std::int64_t nr = 2 * width;
+  static constexpr std::int64_t kc = 256;
+  static constexpr std::int64_t mc = 96;
+  static constexpr std::int64_t nc = nr * 128;
+};
+
+#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+// tile(MR x NR) = A panel (kc x MR) * B panel (kc x NR), accumulated into C
+// unless `overwrite` (the first block of k).
+template <class T>
+void micro_kernel(std::int64_t kc, const T* a, const T* b, T* c, std::int64_t ldc, std::int64_t rows,
+                  std::int64_t cols, bool overwrite) {
+  using G = gemm_shape<T>;
+  using batch = simd::batch<T>;
+  constexpr std::int64_t w = G::width;
+  batch acc[G::mr][2];
+  for (auto& row : acc) row[0] = row[1] = batch(T(0));
+  for (std::int64_t k = 0; k < kc; ++k) {
+    batch b0 = batch::load_aligned(b + k * G::nr);
+    batch b1 = batch::load_aligned(b + k * G::nr + w);
+#if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__clang__)
+#pragma GCC unroll 6
+#endif
+    for (std::int64_t i = 0; i < G::mr; ++i) {
+      batch ai(a[k * G::mr + i]);
+      acc[i][0] = xsimd::fma(ai, b0, acc[i][0]);
+      acc[i][1] = xsimd::fma(ai, b1, acc[i][1]);
+    }
+  }
+  if (rows == G::mr && cols == G::nr) {
+    for (std::int64_t i = 0; i < G::mr; ++i) {
+      T* ci = c + i * ldc;
+      if (overwrite) {
+        acc[i][0].store_unaligned(ci);
+        acc[i][1].store_unaligned(ci + w);
+      } else {
+        (acc[i][0] + batch::load_unaligned(ci)).store_unaligned(ci);
+        (acc[i][1] + batch::load_unaligned(ci + w)).store_unaligned(ci + w);
+      }
+    }
+    return;
+  }
+  alignas(64) T tile[G::mr * G::nr];
+  for (std::int64_t i = 0; i < G::mr; ++i) {
+    acc[i][0].store_aligned(tile + i * G::nr);
+    acc[i][1].store_aligned(tile + i * G::nr + w);
+  }
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j)
+      c[i * ldc + j] = overwrite ? tile[i * G::nr + j] : c[i * ldc + j] + tile[i * G::nr + j];
+}
+
+template <class T>
+std::vector<T, xsimd::aligned_allocator<T, 64>>& packing_buffer(int which) {
+  thread_local std::vector<T, xsimd::aligned_allocator<T, 64>> buffers[2];
+  return buffers[which];
+}
+
+// C (m x n, row stride ldc) = A (m x k) * B (k x n) for float and double.
+template <class T>
+void gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a, strided_matrix<T> b, T* c,
+                 std::int64_t ldc) {
+  using G = gemm_shape<T>;
+  if (k == 0) {
+    for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
+    return;
+  }
+  auto& packed_b = packing_buffer<T>(0);
+  for (std::int64_t jc = 0; jc < n; jc += G::nc) {
+    std::int64_t nc = std::min(G::nc, n - jc);
+    std::int64_t panels_b = (nc + G::nr - 1) / G::nr;
+    for (std::int64_t pc = 0; pc < k; pc += G::kc) {
+      std::int64_t kc = std::min(G::kc, k - pc);
+      packed_b.resize(static_cast<std::size_t>(panels_b * G::nr * kc));
+      T* pb = packed_b.data();
+      parallel_for(panels_b, 4, [&](std::int64_t first, std::int64_t last) {
+        for (std::int64_t p = first; p < last; ++p)
+          for (std::int64_t kk = 0; kk < kc; ++kk)
+            for (std::int64_t j = 0; j < G::nr; ++j) {
+              std::int64_t col = p * G::nr + j;
+              pb[(p * kc + kk) * G::nr + j] = col < nc ? b(pc + kk, jc + col) : T(0);
+            }
+      });
+      std::int64_t row_blocks = (m + G::mc - 1) / G::mc;
+      parallel_for(row_blocks, 1, [&](std::int64_t first, std::int64_t last) {
+        auto& packed_a = packing_buffer<T>(1);
+        for (std::int64_t block = first; block < last; ++block) {
+          std::int64_t ic = block * G::mc, mc = std::min(G::mc, m - ic);
+          std::int64_t panels_a = (mc + G::mr - 1) / G::mr;
+          packed_a.resize(static_cast<std::size_t>(panels_a * G::mr * kc));
+          T* pa = packed_a.data();
+          for (std::int64_t p = 0; p < panels_a; ++p)
+            for (std::int64_t kk = 0; kk < kc; ++kk)
+              for (std::int64_t i = 0; i < G::mr; ++i) {
+                std::int64_t row = p * G::mr + i;
+                pa[(p * kc + kk) * G::mr + i] = row < mc ? a(ic + row, pc + kk) : T(0);
+              }
+          for (std::int64_t jp = 0; jp < panels_b; ++jp)
+            for (std::int64_t ip = 0; ip < panels_a; ++ip)
+              micro_kernel(kc, pa + ip * kc * G::mr, pb + jp * kc * G::nr,
+                           c + (ic + ip * G::mr) * ldc + jc + jp * G::nr, ldc,
+                           std::min(G::mr, mc - ip * G::mr), std::min(G::nr, nc - jp * G::nr), pc == 0);
+        }
+      });
+    }
+  }
+}
+#endif
+
+// The plain loop, for integer types and targets without SIMD.
+template <class T>
+void gemm_reference(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a, strided_matrix<T> b, T* c,
+                    std::int64_t ldc) {
+  parallel_for(m, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(n * k, 1)),
+               [&](std::int64_t first, std::int64_t last) {
+                 for (std::int64_t i = first; i < last; ++i) {
+                   T* ci = c + i * ldc;
+                   std::fill(ci, ci + n, T(0));
+                   for (std::int64_t kk = 0; kk < k; ++kk) {
+                     T aik = a(i, kk);
+                     for (std::int64_t j = 0; j < n; ++j) ci[j] += aik * b(kk, j);
+                   }
+                 }
+               });
+}
+
+template <class T>
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a, strided_matrix<T> b, T* c,
+          std::int64_t ldc) {
+#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+  if constexpr (std::is_floating_point_v<T> && simd::supported<T>) {
+    gemm_packed(m, n, k, a, b, c, ldc);
+    return;
+  }
+#endif
+  gemm_reference(m, n, k, a, b, c, ldc);
+}
+
+}  // namespace tandem::detail

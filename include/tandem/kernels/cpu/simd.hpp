@@ -1,0 +1,52 @@
+#pragma once
+// The one door to xsimd. Kernels ask this header whether a type has a SIMD
+// batch on the target and use batch<T>, load, store and splat from here; a
+// target without SIMD support gets width 1 and the scalar loops.
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "tandem/core/config.hpp"
+
+#if !defined(__CUDA_ARCH__)
+#include <xsimd/xsimd.hpp>
+#endif
+
+namespace tandem::detail::simd {
+
+#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+template <class T>
+inline constexpr bool supported = std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                                  std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>;
+
+template <class T>
+using batch = xsimd::batch<T>;
+
+template <class T>
+inline constexpr std::size_t width = supported<T> ? batch<T>::size : 1;
+
+template <class T>
+TANDEM_ALWAYS_INLINE batch<T> load(const T* p) {
+  return batch<T>::load_unaligned(p);
+}
+template <class T>
+TANDEM_ALWAYS_INLINE void store(T* p, const batch<T>& v) {
+  v.store_unaligned(p);
+}
+template <class T>
+TANDEM_ALWAYS_INLINE batch<T> splat(T value) {
+  return batch<T>(value);
+}
+template <class T>
+TANDEM_ALWAYS_INLINE T reduce_add(const batch<T>& v) {
+  return xsimd::hadd(v);
+}
+#else
+template <class T>
+inline constexpr bool supported = false;
+template <class T>
+inline constexpr std::size_t width = 1;
+#endif
+
+}  // namespace tandem::detail::simd

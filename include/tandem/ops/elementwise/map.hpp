@@ -1,0 +1,145 @@
+#pragma once
+// The eager driver shared by every elementwise op: it broadcasts the
+// operands, decides the element types at compile time from the op's type
+// rule, allocates the result and runs the one elementwise kernel. Scalars may
+// stand for any operand; they broadcast like 0-d tensors and take the kind
+// of the tensors beside them (tensor<float> * 2.0 stays float).
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <type_traits>
+
+#include "tandem/core/tensor.hpp"
+#include "tandem/kernels/cpu/elementwise.hpp"
+
+namespace tandem {
+namespace detail {
+
+// Type rules: from the operands' element types to the type an op computes in
+// and the type it returns.
+struct same_type_rule {
+  template <class... T>
+  using compute = promote_t<T...>;
+  template <class... T>
+  using result = promote_t<T...>;
+};
+struct floating_rule {
+  template <class... T>
+  using compute = floating_t<promote_t<T...>>;
+  template <class... T>
+  using result = floating_t<promote_t<T...>>;
+};
+struct predicate_rule {
+  template <class... T>
+  using compute = promote_t<T...>;
+  template <class... T>
+  using result = bool;
+};
+struct logical_rule {
+  template <class... T>
+  using compute = bool;
+  template <class... T>
+  using result = bool;
+};
+
+template <class X>
+struct tensor_element {
+  using type = void;
+};
+template <class T>
+struct tensor_element<tensor<T>> {
+  using type = T;
+};
+
+// The promoted element type of the tensor operands among Xs.
+template <class... X>
+struct tensors_promoted;
+template <>
+struct tensors_promoted<> {
+  using type = bool;
+};
+template <class X, class... Rest>
+struct tensors_promoted<X, Rest...> : tensors_promoted<Rest...> {};
+template <class T, class... Rest>
+struct tensors_promoted<tensor<T>, Rest...> {
+  using type = promote_t<T, typename tensors_promoted<Rest...>::type>;
+};
+
+// The element type an operand takes part with: its own for a tensor, the
+// kind of the tensors beside it for a scalar.
+template <class Base, class X>
+using operand_element =
+    std::conditional_t<is_tensor_v<X>, typename tensor_element<X>::type, with_scalar<Base, X>>;
+
+template <class X>
+concept tensor_or_scalar = is_tensor_v<X> || scalar<X>;
+
+// Operands of an elementwise op: tensors or scalars, at least one tensor.
+template <class... X>
+concept elementwise_operands = (tensor_or_scalar<X> && ...) && (is_tensor_v<X> || ...);
+
+// The operand's strides over the output's axes: 0 along broadcast axes.
+template <class T>
+dims broadcast_strides(const tensor<T>& x, const shape& out) {
+  dims strides(out.size(), 0);
+  std::size_t lead = out.size() - x.shape().size();
+  for (std::size_t i = 0; i < x.shape().size(); ++i)
+    strides[lead + i] = x.shape()[i] == 1 ? 0 : x.strides()[i];
+  return strides;
+}
+
+template <class E, class X>
+operand<E> make_operand(const X& x, const E& held, const shape& out) {
+  if constexpr (is_tensor_v<X>) return {x.data(), broadcast_strides(x, out)};
+  else return {&held, dims(out.size(), 0)};
+}
+
+template <class E, class X>
+E hold_scalar(const X& x) {
+  if constexpr (is_tensor_v<X>) return E{};
+  else return static_cast<E>(x);
+}
+
+template <class X>
+std::string operand_shape_text(const X& x) {
+  if constexpr (is_tensor_v<X>) return to_string(x.shape());
+  else return "scalar";
+}
+
+template <class Op, class... X>
+shape broadcast_all(const X&... x) {
+  shape out;
+  bool fits = true;
+  auto join = [&](const auto& operand) {
+    if constexpr (is_tensor_v<std::decay_t<decltype(operand)>>) fits = fits && try_broadcast(out, operand.shape());
+  };
+  (join(x), ...);
+  if (!fits) {
+    std::string all;
+    ((all += (all.empty() ? "" : ", ") + operand_shape_text(x)), ...);
+    throw shape_error(std::string("tandem::") + Op::name + ": shapes " + all + " cannot be broadcast together");
+  }
+  return out;
+}
+
+// Applies `op` elementwise to broadcast operands; returns a fresh tensor.
+template <class Op, class... X>
+  requires elementwise_operands<X...>
+auto map(const Op& op, const X&... x) {
+  using base = typename tensors_promoted<X...>::type;
+  using C = typename Op::template compute<operand_element<base, X>...>;
+  using R = typename Op::template result<operand_element<base, X>...>;
+  shape out_shape = broadcast_all<Op>(x...);
+  tensor<R> out(out_shape);
+  std::tuple<operand_element<base, X>...> held{hold_scalar<operand_element<base, X>>(x)...};
+  std::apply(
+      [&](const auto&... h) {
+        elementwise<R, C>(op, out_shape, out.data(), contiguous_strides(out_shape), make_operand(x, h, out_shape)...);
+      },
+      held);
+  return out;
+}
+
+}  // namespace detail
+}  // namespace tandem

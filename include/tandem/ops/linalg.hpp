@@ -1,0 +1,84 @@
+#pragma once
+// matmul with NumPy's rules: 1-d operands become a row (left) or a column
+// (right) and that axis is dropped again; leading axes are batch axes and
+// broadcast. Each product runs the packed GEMM kernel through the operands'
+// own strides, so transposed and sliced views are not copied.
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "tandem/core/tensor.hpp"
+#include "tandem/kernels/cpu/gemm.hpp"
+#include "tandem/kernels/cpu/thread_pool.hpp"
+
+namespace tandem {
+
+namespace detail {
+
+template <class T>
+tensor<T> matmul_same(const tensor<T>& a_in, const tensor<T>& b_in) {
+  if (a_in.dim() == 0 || b_in.dim() == 0)
+    throw shape_error("tandem::matmul: operands must have at least one axis (shapes " + to_string(a_in.shape()) +
+                      " and " + to_string(b_in.shape()) + ")");
+  tensor<T> a = a_in.dim() == 1 ? a_in.unsqueeze(0) : a_in;
+  tensor<T> b = b_in.dim() == 1 ? b_in.unsqueeze(1) : b_in;
+  std::int64_t m = a.shape(-2), k = a.shape(-1), n = b.shape(-1);
+  if (b.shape(-2) != k)
+    throw shape_error("tandem::matmul: inner dimensions must agree (shapes " + to_string(a_in.shape()) + " and " +
+                      to_string(b_in.shape()) + ")");
+
+  shape batch_a(a.shape().begin(), a.shape().end() - 2), batch_b(b.shape().begin(), b.shape().end() - 2);
+  shape batch = batch_a;
+  if (!try_broadcast(batch, batch_b))
+    throw shape_error("tandem::matmul: batch dimensions do not broadcast (shapes " + to_string(a_in.shape()) +
+                      " and " + to_string(b_in.shape()) + ")");
+  shape full_a = batch, full_b = batch;
+  full_a.push_back(m), full_a.push_back(k);
+  full_b.push_back(k), full_b.push_back(n);
+  a = a.expand(full_a);
+  b = b.expand(full_b);
+
+  shape out_shape = batch;
+  out_shape.push_back(m), out_shape.push_back(n);
+  tensor<T> out(out_shape);
+  std::int64_t batches = numel(batch);
+  auto run_one = [&](std::int64_t index) {
+    std::int64_t off_a = 0, off_b = 0, rest = index;
+    for (std::size_t axis = batch.size(); axis-- > 0;) {
+      std::int64_t i = rest % batch[axis];
+      rest /= batch[axis];
+      off_a += i * a.strides()[axis];
+      off_b += i * b.strides()[axis];
+    }
+    gemm<T>(m, n, k, {a.data() + off_a, a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]},
+            {b.data() + off_b, b.strides()[b.dim() - 2], b.strides()[b.dim() - 1]}, out.data() + index * m * n, n);
+  };
+  std::int64_t work = m * n * std::max<std::int64_t>(k, 1);
+  if (batches > 1 && work < (1 << 18)) {
+    parallel_for(batches, std::max<std::int64_t>(1, (1 << 18) / std::max<std::int64_t>(work, 1)),
+                 [&](std::int64_t first, std::int64_t last) {
+                   for (std::int64_t i = first; i < last; ++i) run_one(i);
+                 });
+  } else {
+    for (std::int64_t i = 0; i < batches; ++i) run_one(i);
+  }
+
+  if (a_in.dim() == 1 && b_in.dim() == 1) return out.reshape({});
+  if (a_in.dim() == 1) return out.squeeze(-2);
+  if (b_in.dim() == 1) return out.squeeze(-1);
+  return out;
+}
+
+}  // namespace detail
+
+template <element A, element B>
+tensor<promote_t<A, B>> matmul(const tensor<A>& a, const tensor<B>& b) {
+  static_assert(!std::is_same_v<A, bool> && !std::is_same_v<B, bool>,
+                "tandem::matmul: bool tensors cannot be multiplied as matrices; convert them with astype<T>() first");
+  using T = promote_t<A, B>;
+  if constexpr (std::is_same_v<A, T> && std::is_same_v<B, T>) return detail::matmul_same(a, b);
+  else return detail::matmul_same(a.template astype<T>(), b.template astype<T>());
+}
+
+}  // namespace tandem

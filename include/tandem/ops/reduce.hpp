@@ -1,0 +1,227 @@
+#pragma once
+// Reductions over any set of axes, with keepdims: sum mean prod max min
+// argmax argmin, and the composites var std logsumexp. The driver arranges
+// the axes so that one of the two kernel layouts applies without a copy
+// where the strides allow it, and copies once where they do not.
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "tandem/core/tensor.hpp"
+#include "tandem/detail/math.hpp"
+#include "tandem/kernels/cpu/reduce.hpp"
+#include "tandem/ops/elementwise/arithmetic.hpp"
+#include "tandem/ops/elementwise/compare.hpp"
+#include "tandem/ops/elementwise/math.hpp"
+
+namespace tandem {
+
+// The axes a reduction runs over: one axis, a list, or all of them.
+class axes : public detail::dims {
+ public:
+  axes(std::int64_t axis) : detail::dims{axis} {}
+  axes(std::initializer_list<std::int64_t> list) : detail::dims(list) {}
+  axes(std::span<const std::int64_t> list) : detail::dims(list.begin(), list.end()) {}
+  static axes all() {
+    axes a{};
+    a.all_ = true;
+    return a;
+  }
+  bool is_all() const { return all_; }
+
+ private:
+  bool all_ = false;
+};
+
+namespace op {
+
+struct sum_reducer {
+  template <class A> static constexpr A identity() { return A(0); }
+  template <class V> TANDEM_HOST_DEVICE V operator()(const V& a, const V& b) const { return a + b; }
+};
+struct prod_reducer {
+  template <class A> static constexpr A identity() { return A(1); }
+  template <class V> TANDEM_HOST_DEVICE V operator()(const V& a, const V& b) const { return a * b; }
+};
+struct max_reducer {
+  template <class A> static constexpr A identity() {
+    return std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::lowest();
+  }
+  template <class V> TANDEM_HOST_DEVICE V operator()(const V& a, const V& b) const { return detail::math::maximum(a, b); }
+};
+struct min_reducer {
+  template <class A> static constexpr A identity() {
+    return std::numeric_limits<A>::has_infinity ? std::numeric_limits<A>::infinity() : std::numeric_limits<A>::max();
+  }
+  template <class V> TANDEM_HOST_DEVICE V operator()(const V& a, const V& b) const { return detail::math::minimum(a, b); }
+};
+
+}  // namespace op
+
+// Sums and products of integers and bools are int64, as in PyTorch.
+template <element T>
+using accumulate_t = std::conditional_t<std::is_floating_point_v<T>, T, std::int64_t>;
+
+namespace detail {
+
+// Which axes a reduction folds, and the shape it leaves.
+struct reduction_shape {
+  dims kept_order, reduced_order;
+  std::int64_t kept = 1, length = 1;
+  shape out_shape;
+};
+
+inline reduction_shape plan_reduction(const shape& in, const axes& ax, bool keepdims, const char* op) {
+  std::int64_t rank = static_cast<std::int64_t>(in.size());
+  std::vector<bool> reduced(static_cast<std::size_t>(rank), ax.is_all());
+  for (std::int64_t a : ax) {
+    std::int64_t axis = normalize_axis(a, rank, op);
+    if (reduced[axis])
+      throw index_error(std::string("tandem::") + op + ": axis " + std::to_string(a) + " is given twice for shape " +
+                        to_string(in));
+    reduced[axis] = true;
+  }
+  reduction_shape plan;
+  for (std::int64_t i = 0; i < rank; ++i) {
+    if (reduced[i]) {
+      plan.reduced_order.push_back(i);
+      plan.length *= in[i];
+      if (keepdims) plan.out_shape.push_back(1);
+    } else {
+      plan.kept_order.push_back(i);
+      plan.kept *= in[i];
+      plan.out_shape.push_back(in[i]);
+    }
+  }
+  return plan;
+}
+
+// x's data laid out for a kernel: `rows` means [kept..., reduced...] is
+// contiguous (K rows of M), otherwise [reduced..., kept...] is.
+template <class T>
+struct arranged_reduction {
+  reduction_shape plan;
+  tensor<T> source;
+  bool rows;
+};
+
+template <class T>
+arranged_reduction<T> arrange(const tensor<T>& x, const axes& ax, bool keepdims, const char* op,
+                              bool rows_only = false) {
+  reduction_shape plan = plan_reduction(x.shape(), ax, keepdims, op);
+  dims rows_order = plan.kept_order, columns_order = plan.reduced_order;
+  for (auto i : plan.reduced_order) rows_order.push_back(i);
+  for (auto i : plan.kept_order) columns_order.push_back(i);
+  tensor<T> as_rows = x.permute(std::span<const std::int64_t>(rows_order.data(), rows_order.size()));
+  if (as_rows.is_contiguous()) return {plan, as_rows, true};
+  tensor<T> as_columns = x.permute(std::span<const std::int64_t>(columns_order.data(), columns_order.size()));
+  if (!rows_only && as_columns.is_contiguous()) return {plan, as_columns, false};
+  return {plan, as_rows.contiguous(), true};
+}
+
+inline void require_elements(const reduction_shape& plan, const shape& in, const char* op) {
+  if (plan.length == 0 && plan.kept > 0)
+    throw value_error(std::string("tandem::") + op + ": cannot reduce over zero elements (shape " + to_string(in) +
+                      ")");
+}
+
+// Runs `reducer` over the axes; finish_for(M) gives the function applied to
+// each accumulated value (M is the number of elements folded into it).
+template <class A, class R, class Reducer, class T, class FinishFor>
+tensor<R> reduce(const tensor<T>& x, const axes& ax, bool keepdims, const Reducer& r, const FinishFor& finish_for,
+                 const char* op, bool needs_elements = false) {
+  if (needs_elements) require_elements(plan_reduction(x.shape(), ax, keepdims, op), x.shape(), op);
+  arranged_reduction<T> a = arrange(x, ax, keepdims, op);
+  tensor<R> out(a.plan.out_shape);
+  auto finish = finish_for(a.plan.length);
+  if (a.rows) reduce_rows<Reducer, A>(r, a.source.data(), a.plan.kept, a.plan.length, out.data(), finish);
+  else reduce_columns<Reducer, A>(r, a.source.data(), a.plan.kept, a.plan.length, out.data(), finish);
+  return out;
+}
+
+inline constexpr auto unchanged = [](std::int64_t) { return [](auto v) { return v; }; };
+
+template <bool Largest, class T>
+tensor<std::int64_t> arg_extreme(const tensor<T>& x, const axes& ax, bool keepdims, const char* op) {
+  require_elements(plan_reduction(x.shape(), ax, keepdims, op), x.shape(), op);
+  arranged_reduction<T> a = arrange(x, ax, keepdims, op, true);
+  tensor<std::int64_t> out(a.plan.out_shape);
+  arg_extreme_rows<Largest>(a.source.data(), a.plan.kept, a.plan.length, out.data());
+  return out;
+}
+
+}  // namespace detail
+
+template <element T>
+tensor<accumulate_t<T>> sum(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false) {
+  using A = accumulate_t<T>;
+  return detail::reduce<A, A>(x, ax, keepdims, op::sum_reducer{}, detail::unchanged, "sum");
+}
+
+template <element T>
+tensor<floating_t<T>> mean(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false) {
+  using A = floating_t<T>;
+  auto divide_by = [](std::int64_t count) { return [count](A total) { return total / static_cast<A>(count); }; };
+  return detail::reduce<A, A>(x, ax, keepdims, op::sum_reducer{}, divide_by, "mean");
+}
+
+template <element T>
+tensor<accumulate_t<T>> prod(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false) {
+  using A = accumulate_t<T>;
+  return detail::reduce<A, A>(x, ax, keepdims, op::prod_reducer{}, detail::unchanged, "prod");
+}
+
+template <element T>
+tensor<T> max(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false) {
+  return detail::reduce<T, T>(x, ax, keepdims, op::max_reducer{}, detail::unchanged, "max", true);
+}
+
+template <element T>
+tensor<T> min(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false) {
+  return detail::reduce<T, T>(x, ax, keepdims, op::min_reducer{}, detail::unchanged, "min", true);
+}
+
+// Index of the first largest element along the axes (over the flattened
+// axes, row-major, when there are several).
+template <element T>
+tensor<std::int64_t> argmax(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false) {
+  return detail::arg_extreme<true>(x, ax, keepdims, "argmax");
+}
+template <element T>
+tensor<std::int64_t> argmin(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false) {
+  return detail::arg_extreme<false>(x, ax, keepdims, "argmin");
+}
+
+// Variance with Bessel's correction by default (correction = 1), as torch.var.
+template <element T>
+tensor<floating_t<T>> var(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false,
+                          std::int64_t correction = 1) {
+  using F = floating_t<T>;
+  std::int64_t length = detail::plan_reduction(x.shape(), ax, keepdims, "var").length;
+  auto centered = sub(x, mean(x, ax, true));
+  F divisor = static_cast<F>(std::max<std::int64_t>(length - correction, 0));
+  return div(sum(square(centered), ax, keepdims), divisor);
+}
+
+template <element T>
+tensor<floating_t<T>> std(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false,
+                          std::int64_t correction = 1) {
+  return sqrt(var(x, ax, keepdims, correction));
+}
+
+// log(sum(exp(x))) without overflow: exact at +-inf, -inf for an all -inf slice.
+template <element T>
+tensor<floating_t<T>> logsumexp(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false) {
+  using F = floating_t<T>;
+  tensor<F> xf = x.template astype<F>();
+  tensor<F> peak = max(xf, ax, true);
+  tensor<F> shift = where(isfinite(peak), peak, F(0));
+  tensor<F> result = add(log(sum(exp(sub(xf, shift)), ax, true)), shift);
+  if (keepdims) return result;
+  return result.reshape(detail::plan_reduction(x.shape(), ax, false, "logsumexp").out_shape);
+}
+
+}  // namespace tandem

@@ -1,0 +1,185 @@
+#pragma once
+// Ops that build tensors out of others along an axis: concat, stack, split,
+// index_select, gather, one_hot, and broadcast_to. (Pure views such as
+// reshape, transpose and slice are members of tensor<T>.)
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tandem/core/creation.hpp"
+#include "tandem/core/tensor.hpp"
+
+namespace tandem {
+
+namespace detail {
+template <class T>
+std::string shapes_of(const std::vector<tensor<T>>& xs) {
+  std::string out;
+  for (const auto& x : xs) out += (out.empty() ? "" : ", ") + to_string(x.shape());
+  return out;
+}
+
+// A tensor seen as [outer, extent, inner] around `axis`, contiguous.
+template <class T>
+struct around_axis {
+  tensor<T> data;
+  std::int64_t outer, extent, inner;
+};
+template <class T>
+around_axis<T> split_around(const tensor<T>& x, std::int64_t axis) {
+  std::int64_t outer = 1, inner = 1;
+  for (std::int64_t i = 0; i < axis; ++i) outer *= x.shape()[i];
+  for (std::int64_t i = axis + 1; i < x.dim(); ++i) inner *= x.shape()[i];
+  return {x.contiguous(), outer, x.shape()[axis], inner};
+}
+}  // namespace detail
+
+template <element T>
+tensor<T> broadcast_to(const tensor<T>& x, const shape& target) {
+  return x.expand(target);
+}
+
+// Joins tensors along an existing axis; all other extents must agree.
+template <element T>
+tensor<T> concat(const std::vector<tensor<T>>& xs, std::int64_t axis = 0) {
+  if (xs.empty()) throw value_error("tandem::concat: needs at least one tensor");
+  std::int64_t rank = xs[0].dim();
+  axis = detail::normalize_axis(axis, rank, "concat");
+  shape out_shape = xs[0].shape();
+  out_shape[axis] = 0;
+  for (const auto& x : xs) {
+    bool fits = x.dim() == rank;
+    for (std::int64_t i = 0; fits && i < rank; ++i) fits = i == axis || x.shape()[i] == xs[0].shape()[i];
+    if (!fits)
+      throw shape_error("tandem::concat: shapes " + detail::shapes_of(xs) + " differ outside axis " +
+                        std::to_string(axis));
+    out_shape[axis] += x.shape()[axis];
+  }
+  tensor<T> out(out_shape);
+  std::int64_t at = 0;
+  for (const auto& x : xs) {
+    out.slice(axis, at, at + x.shape()[axis]).assign(x);
+    at += x.shape()[axis];
+  }
+  return out;
+}
+
+// Joins equally shaped tensors along a new axis.
+template <element T>
+tensor<T> stack(const std::vector<tensor<T>>& xs, std::int64_t axis = 0) {
+  if (xs.empty()) throw value_error("tandem::stack: needs at least one tensor");
+  for (const auto& x : xs)
+    if (x.shape() != xs[0].shape())
+      throw shape_error("tandem::stack: shapes " + detail::shapes_of(xs) + " are not all equal");
+  std::vector<tensor<T>> expanded;
+  axis = detail::normalize_axis(axis, xs[0].dim() + 1, "stack");
+  for (const auto& x : xs) expanded.push_back(x.unsqueeze(axis));
+  return concat(expanded, axis);
+}
+
+// Views of consecutive pieces of `size` along the axis (the last may be shorter).
+template <element T>
+std::vector<tensor<T>> split(const tensor<T>& x, std::int64_t size, std::int64_t axis = 0) {
+  axis = detail::normalize_axis(axis, x.dim(), "split");
+  if (size <= 0) throw value_error("tandem::split: piece size must be positive (got " + std::to_string(size) + ")");
+  std::vector<tensor<T>> pieces;
+  for (std::int64_t at = 0; at < x.shape()[axis]; at += size) pieces.push_back(x.slice(axis, at, at + size));
+  return pieces;
+}
+
+// Views of pieces with the given sizes along the axis; they must add up to its extent.
+template <element T>
+std::vector<tensor<T>> split(const tensor<T>& x, const std::vector<std::int64_t>& sizes, std::int64_t axis = 0) {
+  axis = detail::normalize_axis(axis, x.dim(), "split");
+  std::int64_t total = 0;
+  for (auto s : sizes) {
+    if (s < 0) throw value_error("tandem::split: piece sizes must not be negative (got " + std::to_string(s) + ")");
+    total += s;
+  }
+  if (total != x.shape()[axis])
+    throw shape_error("tandem::split: sizes " + to_string(std::span<const std::int64_t>(sizes)) +
+                      " do not add up to extent " + std::to_string(x.shape()[axis]) + " of axis " +
+                      std::to_string(axis) + " of shape " + to_string(x.shape()));
+  std::vector<tensor<T>> pieces;
+  std::int64_t at = 0;
+  for (auto s : sizes) {
+    pieces.push_back(x.slice(axis, at, at + s));
+    at += s;
+  }
+  return pieces;
+}
+
+// The slices of x at `index` (a 1-d integer tensor) along the axis.
+template <element T, element I>
+tensor<T> index_select(const tensor<T>& x, std::int64_t axis, const tensor<I>& index) {
+  static_assert(std::is_integral_v<I> && !std::is_same_v<I, bool>,
+                "tandem::index_select: the index must be an integer tensor");
+  axis = detail::normalize_axis(axis, x.dim(), "index_select");
+  if (index.dim() != 1)
+    throw shape_error("tandem::index_select: the index must be 1-d, got shape " + to_string(index.shape()));
+  auto src = detail::split_around(x, axis);
+  std::vector<I> picks = index.to_vector();
+  for (I& i : picks) i = static_cast<I>(detail::checked_index(i, src.extent, axis, "index_select"));
+  shape out_shape = x.shape();
+  out_shape[axis] = static_cast<std::int64_t>(picks.size());
+  tensor<T> out(out_shape);
+  std::int64_t count = static_cast<std::int64_t>(picks.size());
+  detail::parallel_for(src.outer * count, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(src.inner, 1)),
+                       [&](std::int64_t b, std::int64_t e) {
+                         for (std::int64_t r = b; r < e; ++r) {
+                           std::int64_t o = r / count, j = r % count;
+                           const T* from = src.data.data() + (o * src.extent + picks[j]) * src.inner;
+                           std::copy(from, from + src.inner, out.data() + r * src.inner);
+                         }
+                       });
+  return out;
+}
+
+// out[i][j][k] = x[i][index[i][j][k]][k] for axis 1 (likewise for any axis),
+// as torch.gather: index has x's rank and fits inside x off the axis.
+template <element T, element I>
+tensor<T> gather(const tensor<T>& x, std::int64_t axis, const tensor<I>& index) {
+  static_assert(std::is_integral_v<I> && !std::is_same_v<I, bool>, "tandem::gather: the index must be an integer tensor");
+  axis = detail::normalize_axis(axis, x.dim(), "gather");
+  bool fits = index.dim() == x.dim();
+  for (std::int64_t i = 0; fits && i < x.dim(); ++i) fits = i == axis || index.shape()[i] <= x.shape()[i];
+  if (!fits)
+    throw shape_error("tandem::gather: index of shape " + to_string(index.shape()) +
+                      " does not fit a tensor of shape " + to_string(x.shape()) + " along axis " + std::to_string(axis));
+  tensor<T> out(index.shape());
+  tensor<I> idx = index.contiguous();
+  std::int64_t total = out.numel(), rank = x.dim();
+  for (std::int64_t flat = 0; flat < total; ++flat) {
+    std::int64_t rest = flat, offset = 0;
+    for (std::int64_t d = rank; d-- > 0;) {
+      std::int64_t i = rest % index.shape()[d];
+      rest /= index.shape()[d];
+      if (d == axis) i = detail::checked_index(idx.data()[flat], x.shape()[axis], axis, "gather");
+      offset += i * x.strides()[d];
+    }
+    out.data()[flat] = x.data()[offset];
+  }
+  return out;
+}
+
+// indices [...] -> [..., classes] with a 1 at each index.
+template <element T = std::int64_t, element I>
+tensor<T> one_hot(const tensor<I>& indices, std::int64_t classes) {
+  static_assert(std::is_integral_v<I> && !std::is_same_v<I, bool>, "tandem::one_hot: indices must be an integer tensor");
+  if (classes < 0) throw value_error("tandem::one_hot: classes must not be negative (got " + std::to_string(classes) + ")");
+  shape out_shape = indices.shape();
+  out_shape.push_back(classes);
+  tensor<T> out = zeros<T>(out_shape);
+  tensor<I> idx = indices.contiguous();
+  for (std::int64_t i = 0; i < idx.numel(); ++i) {
+    std::int64_t c = idx.data()[i];
+    if (c < 0 || c >= classes)
+      throw index_error("tandem::one_hot: index " + std::to_string(c) + " is outside [0, " + std::to_string(classes) +
+                        ")");
+    out.data()[i * classes + c] = T(1);
+  }
+  return out;
+}
+
+}  // namespace tandem

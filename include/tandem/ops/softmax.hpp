@@ -1,0 +1,83 @@
+#pragma once
+// softmax, log_softmax and cross-entropy from logits, numerically stable at
+// +-80, +-1e4 and +-inf (see kernels/cpu/softmax.hpp for the limits taken).
+
+#include <cstdint>
+#include <string>
+
+#include "tandem/core/tensor.hpp"
+#include "tandem/kernels/cpu/softmax.hpp"
+
+namespace tandem {
+
+enum class reduction { mean, sum, none };
+
+namespace detail {
+
+template <bool Log, class T>
+tensor<floating_t<T>> softmax_along(const tensor<T>& x, std::int64_t axis, const char* op) {
+  using F = floating_t<T>;
+  if (x.dim() == 0) return softmax_along<Log>(x.reshape({1}), 0, op).reshape({});
+  axis = normalize_axis(axis, x.dim(), op);
+  tensor<F> rows = x.template astype<F>().transpose(axis, -1).contiguous();
+  tensor<F> out(rows.shape());
+  std::int64_t n = rows.shape(-1);
+  softmax_rows<Log>(rows.data(), n ? rows.numel() / n : 0, n, out.data());
+  return out.transpose(axis, -1).contiguous();
+}
+
+}  // namespace detail
+
+template <element T>
+tensor<floating_t<T>> softmax(const tensor<T>& x, std::int64_t axis = -1) {
+  return detail::softmax_along<false>(x, axis, "softmax");
+}
+
+template <element T>
+tensor<floating_t<T>> log_softmax(const tensor<T>& x, std::int64_t axis = -1) {
+  return detail::softmax_along<true>(x, axis, "log_softmax");
+}
+
+// Cross-entropy of logits [N, C] against class indices [N]: the mean (or sum,
+// or each) of -log_softmax(logits)[i, target[i]].
+template <element T, element I>
+tensor<floating_t<T>> cross_entropy(const tensor<T>& logits, const tensor<I>& target,
+                                    reduction how = reduction::mean) {
+  static_assert(std::is_integral_v<I> && !std::is_same_v<I, bool>,
+                "tandem::cross_entropy: targets must be an integer tensor of class indices");
+  using F = floating_t<T>;
+  if (logits.dim() != 2 || target.dim() != 1 || target.shape(0) != logits.shape(0))
+    throw shape_error("tandem::cross_entropy: expected logits [N, C] and targets [N], got " +
+                      to_string(logits.shape()) + " and " + to_string(target.shape()));
+  std::int64_t n = logits.shape(0), classes = logits.shape(1);
+  tensor<F> rows = logits.template astype<F>().contiguous();
+  tensor<I> labels = target.contiguous();
+  tensor<F> losses(shape{n});
+  for (std::int64_t i = 0; i < n; ++i) {
+    I label = labels.data()[i];
+    if (label < 0 || label >= classes)
+      throw index_error("tandem::cross_entropy: target " + std::to_string(label) + " at position " +
+                        std::to_string(i) + " is outside [0, " + std::to_string(classes) + ") for logits of shape " +
+                        to_string(logits.shape()));
+  }
+  detail::parallel_for(n, std::max<std::int64_t>(1, 8192 / std::max<std::int64_t>(classes, 1)),
+                       [&](std::int64_t b, std::int64_t e) {
+                         constexpr F inf = std::numeric_limits<F>::infinity();
+                         for (std::int64_t i = b; i < e; ++i) {
+                           const F* x = rows.data() + i * classes;
+                           F picked = x[labels.data()[i]];
+                           auto norm = detail::normalise_row(x, classes);
+                           if (!norm.defined || picked != picked) losses.data()[i] = std::numeric_limits<F>::quiet_NaN();
+                           else if (norm.peak == inf) losses.data()[i] = picked == inf ? norm.log_total : inf;
+                           else losses.data()[i] = norm.peak + norm.log_total - picked;
+                         }
+                       });
+  if (how == reduction::none) return losses;
+  F total = 0;
+  for (std::int64_t i = 0; i < n; ++i) total += losses.data()[i];
+  tensor<F> result(shape{});
+  *result.data() = how == reduction::sum ? total : total / static_cast<F>(n);
+  return result;
+}
+
+}  // namespace tandem

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The quick start. `./tandem.sh demo` and `./tandem.sh test` install what is
+# missing (Debian packages), configure, build, and run the main demo or the
+# whole test suite; any failure exits non-zero.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+packages=(cmake g++ make libboost-dev libxsimd-dev doctest-dev libbenchmark-dev zlib1g-dev)
+
+install_missing() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return
+  echo "tandem: installing ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+jobs=$(nproc 2>/dev/null || echo 2)
+
+configure() {
+  cmake --preset release >/dev/null
+}
+
+case "${1:-}" in
+  demo)
+    install_missing
+    configure
+    cmake --build --preset release --target demo -j "$jobs"
+    shift
+    ./build/release/examples/demo "$@"
+    ;;
+  test)
+    install_missing
+    configure
+    cmake --build --preset release -j "$jobs"
+    ctest --preset release -j "$jobs"
+    ;;
+  *)
+    echo "usage: ./tandem.sh demo | test" >&2
+    exit 2
+    ;;
+esac

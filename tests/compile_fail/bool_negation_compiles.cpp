@@ -1,0 +1,6 @@
+#include <tandem/tandem.hpp>
+
+int main() {
+  tandem::tensor<bool> mask{true, false};
+  return static_cast<int>(tandem::logical_not(mask).numel());
+}

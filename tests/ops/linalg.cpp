@@ -1,0 +1,83 @@
+// matmul against a double-precision loop: 1-d, 2-d and batched operands,
+// broadcasting, transposed and strided views, sizes around the micro-kernel
+// tiles, integer types, and the errors.
+
+#include "support/check.hpp"
+
+using namespace tandem;
+using tandem::test::check_values;
+
+namespace {
+
+template <class T>
+std::vector<double> reference_matmul(const tensor<T>& a, const tensor<T>& b, std::int64_t m, std::int64_t k,
+                                     std::int64_t n) {
+  std::vector<double> out(static_cast<std::size_t>(m * n), 0);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t p = 0; p < k; ++p)
+        out[i * n + j] += test::at_broadcast(a, {i, p}) * test::at_broadcast(b, {p, j});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("2-d products on sizes around the tiles, in every layout", T, float, double, std::int32_t,
+                   std::int64_t) {
+  std::uint64_t seed = 1;
+  for (auto [m, k, n] : std::vector<std::array<std::int64_t, 3>>{
+           {1, 1, 1}, {0, 3, 4}, {3, 0, 4}, {7, 17, 33}, {6, 32, 16}, {13, 300, 70}, {97, 5, 129}}) {
+    tensor<T> a = test::random_tensor<T>({m, k}, -2, 2, seed++);
+    tensor<T> b = test::random_tensor<T>({k, n}, -2, 2, seed++);
+    auto want = reference_matmul(a, b, m, k, n);
+    for (auto& [la, xa] : test::layouts(a))
+      for (auto& [lb, xb] : test::layouts(b))
+        check_values(matmul(xa, xb), {m, n}, want, la + " x " + lb + " " + std::to_string(m) + "x" +
+                     std::to_string(k) + "x" + std::to_string(n), 1e-5, 1e-4);
+  }
+}
+
+TEST_CASE("a large product matches the reference") {
+  tensor<float> a = test::random_tensor<float>({300, 517}, -1, 1, 3);
+  tensor<float> b = test::random_tensor<float>({517, 260}, -1, 1, 4);
+  check_values(matmul(a, b), {300, 260}, reference_matmul(a, b, 300, 517, 260), "300x517x260", 1e-4, 1e-4);
+}
+
+TEST_CASE("1-d operands and batches broadcast as in NumPy") {
+  tensor<double> v{1, 2, 3};
+  tensor<double> m = arange<double>(6).reshape({3, 2});
+  CHECK(matmul(v, v).shape() == shape{});
+  CHECK(matmul(v, v).item() == 14);
+  CHECK(matmul(v, m).to_vector() == std::vector<double>{16, 22});
+  CHECK(matmul(m.transpose(0, 1), v).to_vector() == std::vector<double>{16, 22});
+  tensor<double> batch = arange<double>(2 * 2 * 3).reshape({2, 1, 2, 3});
+  tensor<double> right = ones<double>({3, 3, 4});
+  tensor<double> out = matmul(batch, right);
+  CHECK(out.shape() == shape{2, 3, 2, 4});
+  CHECK(out.at(1, 2, 1, 3) == 9 + 10 + 11);
+  CHECK(matmul(batch, v).shape() == shape{2, 1, 2});
+  auto mixed = matmul(tensor<std::int32_t>{{1, 2}}, tensor<float>{{0.5}, {0.25}});
+  static_assert(std::is_same_v<decltype(mixed), tensor<float>>);
+  CHECK(mixed.item() == 1.0f);
+}
+
+TEST_CASE("matmul mistakes name the shapes") {
+  CHECK_THROWS_WITH_AS(matmul(zeros({2, 3}), zeros({4, 2})),
+                       "tandem::matmul: inner dimensions must agree (shapes [2, 3] and [4, 2])", shape_error);
+  CHECK_THROWS_WITH_AS(matmul(zeros({2, 2, 3}), zeros({3, 3, 4})),
+                       "tandem::matmul: batch dimensions do not broadcast (shapes [2, 2, 3] and [3, 3, 4])",
+                       shape_error);
+  CHECK_THROWS_WITH_AS(matmul(zeros({}), zeros({3})),
+                       "tandem::matmul: operands must have at least one axis (shapes [] and [3])", shape_error);
+}
+
+TEST_CASE("matmul gives the same bits for any thread count") {
+  tensor<float> a = test::random_tensor<float>({250, 300}, -1, 1, 8);
+  tensor<float> b = test::random_tensor<float>({300, 200}, -1, 1, 9);
+  set_num_threads(1);
+  auto one = matmul(a, b).to_vector();
+  set_num_threads(3);
+  auto many = matmul(a, b).to_vector();
+  set_num_threads(0);
+  CHECK(one == many);
+}
