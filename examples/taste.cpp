@@ -15,7 +15,9 @@ int main() {
   std::cout << sum(m, 1) << " " << mean(m) << "\n";
 
   generator gen(42);                               // same seed, same numbers
-  tensor<float> logits = normal({2, 4}, 0, 1, gen);
+  std::cout << uniform({2, 3}, -1, 1, gen) << "\n";
+
+  tensor<float> logits{{1, 2, 3, 4}, {2, 0, 0, 2}};
   std::cout << softmax(logits, -1) << "\n";
   std::cout << cross_entropy(logits, tensor<std::int64_t>{3, 0}) << "\n";
 

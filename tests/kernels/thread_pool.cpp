@@ -2,6 +2,8 @@
 // nested calls run inline, and elementwise results do not depend on threads.
 
 #include <atomic>
+#include <cstdlib>
+#include <thread>
 #include <stdexcept>
 
 #include "support/check.hpp"
@@ -57,4 +59,11 @@ TEST_CASE("elementwise chains give the same bits on 1 and many threads") {
   auto many = (tanh(x) * exp(x * 0.1f) + sigmoid(x)).to_vector();
   set_num_threads(0);
   CHECK(one == many);
+}
+
+TEST_CASE("TANDEM_NUM_THREADS sizes the pool") {
+  set_num_threads(0);
+  const char* env = std::getenv("TANDEM_NUM_THREADS");
+  if (env) CHECK(num_threads() == std::atoi(env));
+  else CHECK(num_threads() == static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
