@@ -81,6 +81,10 @@ TEST_CASE("print options") {
   fewer.edge_items = 2;
   set_print_options(fewer);
   CHECK(printed(arange<std::int32_t>(10)) == "[0 1 ... 8 9]");
+  fewer = saved;
+  fewer.line_width = 20;
+  set_print_options(fewer);
+  CHECK(printed(arange<float>(8)) == "[0. 1. 2. 3. 4. 5.\n 6. 7.]");
   set_print_options(saved);
-  CHECK(to_string(arange<std::int32_t>(10), fewer) == "[0 1 ... 8 9]");
+  CHECK(to_string(arange<std::int32_t>(10), fewer) == "[0 1 2 3 4 5 6 7 8\n 9]");
 }

@@ -212,7 +212,10 @@ std::string format_nested(const tensor<T>& x, std::int64_t axis, std::int64_t of
       if (i + 1 < n) s += separator;
     }
   }
-  return "[" + s.substr(std::min(s.size(), indent.size())) + "]";
+  std::string bracketed = "[";
+  bracketed.append(s, std::min(s.size(), indent.size()));
+  bracketed += ']';
+  return bracketed;
 }
 
 }  // namespace detail

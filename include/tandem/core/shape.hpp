@@ -55,12 +55,25 @@ inline dims contiguous_strides(const shape& s) {
   return strides;
 }
 
-// Maps a possibly negative axis into [0, rank); `op` names the caller in the error.
-inline std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank, const char* op) {
+// Maps a possibly negative axis of a tensor of shape `s` (with `added` new
+// axes, for unsqueeze and stack) into [0, rank); `op` names the caller.
+inline std::int64_t normalize_axis(std::int64_t axis, const shape& s, const char* op, std::int64_t added = 0) {
+  std::int64_t rank = s.rank() + added;
   std::int64_t fixed = axis < 0 ? axis + rank : axis;
   if (fixed < 0 || fixed >= rank)
-    throw index_error(std::string("tandem::") + op + ": axis " + std::to_string(axis) +
-                      " is out of range for a tensor of rank " + std::to_string(rank));
+    throw index_error(std::string("tandem::") + op + ": axis " + std::to_string(axis) + " is out of range [" +
+                      std::to_string(-rank) + ", " + std::to_string(rank) + ") for a tensor of shape " +
+                      to_string(s));
+  return fixed;
+}
+
+// Maps a possibly negative index along `axis` of shape `s` into [0, extent).
+inline std::int64_t checked_index(std::int64_t i, const shape& s, std::int64_t axis, const char* op) {
+  std::int64_t extent = s[axis];
+  std::int64_t fixed = i < 0 ? i + extent : i;
+  if (fixed < 0 || fixed >= extent)
+    throw index_error(std::string("tandem::") + op + ": index " + std::to_string(i) + " is out of range for axis " +
+                      std::to_string(axis) + " of a tensor of shape " + to_string(s));
   return fixed;
 }
 

@@ -40,13 +40,6 @@ struct literal {
   literal(S v) : value(static_cast<T>(v)) {}
 };
 
-inline std::int64_t checked_index(std::int64_t i, std::int64_t extent, std::size_t axis, const char* op) {
-  std::int64_t fixed = i < 0 ? i + extent : i;
-  if (fixed < 0 || fixed >= extent)
-    throw index_error(std::string("tandem::") + op + ": index " + std::to_string(i) + " is out of range for axis " +
-                      std::to_string(axis) + " of extent " + std::to_string(extent));
-  return fixed;
-}
 }  // namespace detail
 
 template <class T>
@@ -88,7 +81,7 @@ class tensor {
 
   // --- what it is ---
   const tandem::shape& shape() const { return shape_; }
-  std::int64_t shape(std::int64_t axis) const { return shape_[detail::normalize_axis(axis, dim(), "shape")]; }
+  std::int64_t shape(std::int64_t axis) const { return shape_[detail::normalize_axis(axis, shape_, "shape")]; }
   std::span<const std::int64_t> strides() const { return {strides_.data(), strides_.size()}; }
   std::int64_t offset() const { return offset_; }
   std::int64_t dim() const { return static_cast<std::int64_t>(shape_.size()); }
@@ -160,7 +153,7 @@ class tensor {
     detail::dims st;
     std::vector<bool> seen(order.size(), false);
     for (std::int64_t axis : order) {
-      std::int64_t a = detail::normalize_axis(axis, dim(), "permute");
+      std::int64_t a = detail::normalize_axis(axis, shape_, "permute");
       if (seen[a]) throw shape_error("tandem::permute: order " + to_string(order) + " repeats axis " + std::to_string(axis));
       seen[a] = true;
       s.push_back(shape_[a]);
@@ -171,8 +164,8 @@ class tensor {
   tensor permute(std::initializer_list<std::int64_t> order) const { return permute(std::span(order.begin(), order.size())); }
 
   tensor transpose(std::int64_t a, std::int64_t b) const {
-    a = detail::normalize_axis(a, dim(), "transpose");
-    b = detail::normalize_axis(b, dim(), "transpose");
+    a = detail::normalize_axis(a, shape_, "transpose");
+    b = detail::normalize_axis(b, shape_, "transpose");
     tensor out = *this;
     std::swap(out.shape_[a], out.shape_[b]);
     std::swap(out.strides_[a], out.strides_[b]);
@@ -183,7 +176,7 @@ class tensor {
   // from the end, an absent bound means the end in the step's direction.
   tensor slice(std::int64_t axis, std::optional<std::int64_t> start, std::optional<std::int64_t> stop,
                std::int64_t step = 1) const {
-    axis = detail::normalize_axis(axis, dim(), "slice");
+    axis = detail::normalize_axis(axis, shape_, "slice");
     if (step == 0) throw value_error("tandem::slice: step must not be zero");
     std::int64_t n = shape_[axis];
     auto clamp_bound = [&](std::optional<std::int64_t> bound, std::int64_t absent) {
@@ -204,8 +197,8 @@ class tensor {
 
   // The sub-tensor at `index` along `axis`, which disappears.
   tensor select(std::int64_t axis, std::int64_t index) const {
-    axis = detail::normalize_axis(axis, dim(), "select");
-    std::int64_t i = detail::checked_index(index, shape_[axis], axis, "select");
+    axis = detail::normalize_axis(axis, shape_, "select");
+    std::int64_t i = detail::checked_index(index, shape_, axis, "select");
     tensor out = *this;
     out.offset_ += i * strides_[axis];
     out.shape_.erase(axis);
@@ -239,7 +232,7 @@ class tensor {
     return out;
   }
   tensor squeeze(std::int64_t axis) const {
-    axis = detail::normalize_axis(axis, dim(), "squeeze");
+    axis = detail::normalize_axis(axis, shape_, "squeeze");
     if (shape_[axis] != 1) return *this;
     tensor out = *this;
     out.shape_.erase(axis);
@@ -247,7 +240,7 @@ class tensor {
     return out;
   }
   tensor unsqueeze(std::int64_t axis) const {
-    axis = detail::normalize_axis(axis, dim() + 1, "unsqueeze");
+    axis = detail::normalize_axis(axis, shape_, "unsqueeze", 1);
     tensor out = *this;
     std::int64_t stride = axis < dim() ? strides_[axis] * shape_[axis] : 1;
     out.shape_.insert(axis, 1);
@@ -299,7 +292,7 @@ class tensor {
     std::int64_t off = 0;
     std::size_t axis = 0;
     for (std::int64_t i : index) {
-      off += detail::checked_index(i, shape_[axis], axis, "at") * strides_[axis];
+      off += detail::checked_index(i, shape_, static_cast<std::int64_t>(axis), "at") * strides_[axis];
       ++axis;
     }
     return off;

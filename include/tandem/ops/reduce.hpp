@@ -78,7 +78,7 @@ inline reduction_shape plan_reduction(const shape& in, const axes& ax, bool keep
   std::int64_t rank = static_cast<std::int64_t>(in.size());
   std::vector<bool> reduced(static_cast<std::size_t>(rank), ax.is_all());
   for (std::int64_t a : ax) {
-    std::int64_t axis = normalize_axis(a, rank, op);
+    std::int64_t axis = normalize_axis(a, in, op);
     if (reduced[axis])
       throw index_error(std::string("tandem::") + op + ": axis " + std::to_string(a) + " is given twice for shape " +
                         to_string(in));

@@ -45,7 +45,7 @@ template <element T>
 tensor<T> concat(const std::vector<tensor<T>>& xs, std::int64_t axis = 0) {
   if (xs.empty()) throw value_error("tandem::concat: needs at least one tensor");
   std::int64_t rank = xs[0].dim();
-  axis = detail::normalize_axis(axis, rank, "concat");
+  axis = detail::normalize_axis(axis, xs[0].shape(), "concat");
   shape out_shape = xs[0].shape();
   out_shape[axis] = 0;
   for (const auto& x : xs) {
@@ -73,7 +73,7 @@ tensor<T> stack(const std::vector<tensor<T>>& xs, std::int64_t axis = 0) {
     if (x.shape() != xs[0].shape())
       throw shape_error("tandem::stack: shapes " + detail::shapes_of(xs) + " are not all equal");
   std::vector<tensor<T>> expanded;
-  axis = detail::normalize_axis(axis, xs[0].dim() + 1, "stack");
+  axis = detail::normalize_axis(axis, xs[0].shape(), "stack", 1);
   for (const auto& x : xs) expanded.push_back(x.unsqueeze(axis));
   return concat(expanded, axis);
 }
@@ -81,7 +81,7 @@ tensor<T> stack(const std::vector<tensor<T>>& xs, std::int64_t axis = 0) {
 // Views of consecutive pieces of `size` along the axis (the last may be shorter).
 template <element T>
 std::vector<tensor<T>> split(const tensor<T>& x, std::int64_t size, std::int64_t axis = 0) {
-  axis = detail::normalize_axis(axis, x.dim(), "split");
+  axis = detail::normalize_axis(axis, x.shape(), "split");
   if (size <= 0) throw value_error("tandem::split: piece size must be positive (got " + std::to_string(size) + ")");
   std::vector<tensor<T>> pieces;
   for (std::int64_t at = 0; at < x.shape()[axis]; at += size) pieces.push_back(x.slice(axis, at, at + size));
@@ -91,7 +91,7 @@ std::vector<tensor<T>> split(const tensor<T>& x, std::int64_t size, std::int64_t
 // Views of pieces with the given sizes along the axis; they must add up to its extent.
 template <element T>
 std::vector<tensor<T>> split(const tensor<T>& x, const std::vector<std::int64_t>& sizes, std::int64_t axis = 0) {
-  axis = detail::normalize_axis(axis, x.dim(), "split");
+  axis = detail::normalize_axis(axis, x.shape(), "split");
   std::int64_t total = 0;
   for (auto s : sizes) {
     if (s < 0) throw value_error("tandem::split: piece sizes must not be negative (got " + std::to_string(s) + ")");
@@ -115,12 +115,12 @@ template <element T, element I>
 tensor<T> index_select(const tensor<T>& x, std::int64_t axis, const tensor<I>& index) {
   static_assert(std::is_integral_v<I> && !std::is_same_v<I, bool>,
                 "tandem::index_select: the index must be an integer tensor");
-  axis = detail::normalize_axis(axis, x.dim(), "index_select");
+  axis = detail::normalize_axis(axis, x.shape(), "index_select");
   if (index.dim() != 1)
     throw shape_error("tandem::index_select: the index must be 1-d, got shape " + to_string(index.shape()));
   auto src = detail::split_around(x, axis);
   std::vector<I> picks = index.to_vector();
-  for (I& i : picks) i = static_cast<I>(detail::checked_index(i, src.extent, axis, "index_select"));
+  for (I& i : picks) i = static_cast<I>(detail::checked_index(i, x.shape(), axis, "index_select"));
   shape out_shape = x.shape();
   out_shape[axis] = static_cast<std::int64_t>(picks.size());
   tensor<T> out(out_shape);
@@ -141,7 +141,7 @@ tensor<T> index_select(const tensor<T>& x, std::int64_t axis, const tensor<I>& i
 template <element T, element I>
 tensor<T> gather(const tensor<T>& x, std::int64_t axis, const tensor<I>& index) {
   static_assert(std::is_integral_v<I> && !std::is_same_v<I, bool>, "tandem::gather: the index must be an integer tensor");
-  axis = detail::normalize_axis(axis, x.dim(), "gather");
+  axis = detail::normalize_axis(axis, x.shape(), "gather");
   bool fits = index.dim() == x.dim();
   for (std::int64_t i = 0; fits && i < x.dim(); ++i) fits = i == axis || index.shape()[i] <= x.shape()[i];
   if (!fits)
@@ -155,7 +155,7 @@ tensor<T> gather(const tensor<T>& x, std::int64_t axis, const tensor<I>& index) 
     for (std::int64_t d = rank; d-- > 0;) {
       std::int64_t i = rest % index.shape()[d];
       rest /= index.shape()[d];
-      if (d == axis) i = detail::checked_index(idx.data()[flat], x.shape()[axis], axis, "gather");
+      if (d == axis) i = detail::checked_index(idx.data()[flat], x.shape(), axis, "gather");
       offset += i * x.strides()[d];
     }
     out.data()[flat] = x.data()[offset];

@@ -18,7 +18,7 @@ template <bool Log, class T>
 tensor<floating_t<T>> softmax_along(const tensor<T>& x, std::int64_t axis, const char* op) {
   using F = floating_t<T>;
   if (x.dim() == 0) return softmax_along<Log>(x.reshape({1}), 0, op).reshape({});
-  axis = normalize_axis(axis, x.dim(), op);
+  axis = normalize_axis(axis, x.shape(), op);
   tensor<F> rows = x.template astype<F>().transpose(axis, -1).contiguous();
   tensor<F> out(rows.shape());
   std::int64_t n = rows.shape(-1);
