@@ -1,6 +1,9 @@
 #pragma once
 // The one include for users.
 
+#include "tandem/autograd/functional.hpp"
+#include "tandem/autograd/grad_mode.hpp"
+#include "tandem/autograd/parameter.hpp"
 #include "tandem/core/allocator.hpp"
 #include "tandem/core/creation.hpp"
 #include "tandem/core/dtype.hpp"

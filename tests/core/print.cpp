@@ -2,20 +2,10 @@
 // produced by NumPy 1.26), so MindSpore's documented outputs come out the same.
 
 #include <limits>
-#include <sstream>
-
 #include "support/check.hpp"
 
 using namespace tandem;
-
-namespace {
-template <class T>
-std::string printed(const tensor<T>& x) {
-  std::ostringstream os;
-  os << x;
-  return os.str();
-}
-}  // namespace
+using tandem::test::printed;
 
 TEST_CASE("the seeds' outputs") {
   CHECK(printed(tensor<float>{5, 7, 9}) == "[5. 7. 9.]");

@@ -7,7 +7,7 @@
 
 __global__ void apply_sigmoid(const float* in, float* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = tandem::op::sigmoid{}(in[i]);
+  if (i < n) out[i] = tandem::sigmoid_op{}(in[i]);
 }
 
 int main() {
@@ -16,5 +16,7 @@ int main() {
   if (cudaMalloc(&device, 2 * sizeof(float) * x.numel()) != cudaSuccess) return 0;
   apply_sigmoid<<<1, 32>>>(device, device + x.numel(), static_cast<int>(x.numel()));
   cudaFree(device);
-  return static_cast<int>(sum(x).item()) == 6 ? 0 : 1;
+  auto slope = tandem::grad([](const tandem::tensor<float>& t) { return sum(tandem::sigmoid(t) * t); });
+  tandem::tensor<float> g = slope(x);
+  return static_cast<int>(sum(x).item()) == 6 && g.numel() == 3 ? 0 : 1;
 }

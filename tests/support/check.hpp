@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -113,6 +114,14 @@ double at_broadcast(const tensor<T>& x, const std::vector<std::int64_t>& index) 
   for (std::size_t d = 0; d < x.shape().size(); ++d)
     offset += (x.shape()[d] == 1 ? 0 : index[lead + d]) * x.strides()[d];
   return static_cast<double>(x.data()[offset]);
+}
+
+// What std::cout << x prints.
+template <class T>
+std::string printed(const tensor<T>& x) {
+  std::ostringstream os;
+  os << x;
+  return os.str();
 }
 
 }  // namespace tandem::test

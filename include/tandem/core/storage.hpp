@@ -50,4 +50,10 @@ class storage {
 
 inline std::shared_ptr<storage> allocate_storage(std::size_t bytes) { return std::make_shared<storage>(bytes); }
 
+// The storage of every default-constructed (empty) tensor.
+inline const std::shared_ptr<storage>& empty_storage() {
+  static const std::shared_ptr<storage> empty = std::make_shared<storage>(nullptr, 0);
+  return empty;
+}
+
 }  // namespace tandem::detail

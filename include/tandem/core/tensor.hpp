@@ -1,8 +1,9 @@
 #pragma once
 // tensor<T>: the eager value. A tensor is a handle: a shared storage, a shape,
-// strides (in elements, any sign, 0 for broadcast) and an offset. Copying a
-// tensor copies the handle; views (reshape, transpose, slice, expand...) share
-// the storage, so a write through a view is seen by its base. clone() and
+// strides (in elements, any sign, 0 for broadcast), an offset and its autograd
+// state. Copying a tensor copies the handle; views (reshape, transpose,
+// slice, expand...) share the storage, so a write through a view is seen by
+// its base, and each view is its own node for autograd. clone() and
 // contiguous() are the ways to get a fresh buffer.
 
 #include <algorithm>
@@ -19,11 +20,22 @@
 #include "tandem/core/error.hpp"
 #include "tandem/core/shape.hpp"
 #include "tandem/core/storage.hpp"
+#include "tandem/autograd/backward_options.hpp"
+#include "tandem/autograd/grad_mode.hpp"
+#include "tandem/autograd/node.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
+#include "tandem/ops/view.hpp"
 
 namespace tandem {
 
 namespace detail {
+template <class T>
+struct autograd_meta;
+template <class Op, class R, class... X>
+void record(const Op& op, tensor<R>& out, const X&... x);
+template <class T>
+void backward(const tensor<T>& output, const tensor<T>& seed, const backward_options& options);
+
 struct identity_op {
   template <class V>
   TANDEM_HOST_DEVICE V operator()(const V& v) const {
@@ -50,8 +62,8 @@ class tensor {
  public:
   using value_type = T;
 
-  // An empty 1-d tensor (zero elements).
-  tensor() : tensor(tandem::shape{0}) {}
+  // An empty 1-d tensor (zero elements); allocates nothing.
+  tensor() : storage_(detail::empty_storage()), shape_{0}, strides_{1} {}
 
   // A fresh contiguous tensor of the given shape, its elements uninitialised.
   explicit tensor(tandem::shape s)
@@ -126,14 +138,14 @@ class tensor {
     return std::vector<T>(dense.data(), dense.data() + dense.numel());
   }
 
-  // --- views: no copy, shared storage ---
+  // --- views: no copy, shared storage; each is recorded for autograd ---
 
   // A view with a new shape; one axis may be -1 and is inferred. Copies only
   // when the strides cannot express the new shape (as torch.reshape).
   tensor reshape(tandem::shape s) const {
     s = infer_shape(std::move(s), "reshape");
     if (!is_contiguous()) return contiguous().reshape(std::move(s));
-    return tensor(storage_, s, detail::contiguous_strides(s), offset_);
+    return recorded(reshape_op{shape_}, view_of(s, detail::contiguous_strides(s), offset_));
   }
   // As reshape, but throws instead of copying.
   tensor view(tandem::shape s) const {
@@ -141,7 +153,7 @@ class tensor {
     if (!is_contiguous())
       throw shape_error("tandem::view: a tensor of shape " + to_string(shape_) +
                         " with non-contiguous strides cannot be viewed as " + to_string(s) + "; use reshape");
-    return tensor(storage_, s, detail::contiguous_strides(s), offset_);
+    return recorded(reshape_op{shape_}, view_of(s, detail::contiguous_strides(s), offset_));
   }
   tensor flatten() const { return reshape({-1}); }
 
@@ -150,7 +162,7 @@ class tensor {
       throw shape_error("tandem::permute: order " + to_string(order) + " does not match a tensor of shape " +
                         to_string(shape_));
     tandem::shape s;
-    detail::dims st;
+    detail::dims st, normalized;
     std::vector<bool> seen(order.size(), false);
     for (std::int64_t axis : order) {
       std::int64_t a = detail::normalize_axis(axis, shape_, "permute");
@@ -158,18 +170,19 @@ class tensor {
       seen[a] = true;
       s.push_back(shape_[a]);
       st.push_back(strides_[a]);
+      normalized.push_back(a);
     }
-    return tensor(storage_, s, st, offset_);
+    return recorded(permute_op{normalized}, view_of(s, st, offset_));
   }
   tensor permute(std::initializer_list<std::int64_t> order) const { return permute(std::span(order.begin(), order.size())); }
 
   tensor transpose(std::int64_t a, std::int64_t b) const {
     a = detail::normalize_axis(a, shape_, "transpose");
     b = detail::normalize_axis(b, shape_, "transpose");
-    tensor out = *this;
-    std::swap(out.shape_[a], out.shape_[b]);
-    std::swap(out.strides_[a], out.strides_[b]);
-    return out;
+    detail::dims order(shape_.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int64_t>(i);
+    std::swap(order[a], order[b]);
+    return permute(std::span<const std::int64_t>(order.data(), order.size()));
   }
 
   // Python slicing along one axis: [start:stop:step], negative indices count
@@ -188,22 +201,30 @@ class tensor {
     std::int64_t last = clamp_bound(stop, step > 0 ? n : -1);
     std::int64_t count = step > 0 ? std::max<std::int64_t>(0, (last - first + step - 1) / step)
                                   : std::max<std::int64_t>(0, (first - last - step - 1) / -step);
-    tensor out = *this;
-    out.shape_[axis] = count;
-    out.strides_[axis] = strides_[axis] * step;
-    if (count > 0) out.offset_ += first * strides_[axis];
-    return out;
+    return take(axis, count > 0 ? first : 0, count, step);
+  }
+
+  // `count` elements along `axis` starting at index `first`, every `step`
+  // (no Python conventions: every index must exist).
+  tensor take(std::int64_t axis, std::int64_t first, std::int64_t count, std::int64_t step = 1) const {
+    axis = detail::normalize_axis(axis, shape_, "take");
+    std::int64_t last = first + (count - 1) * step;
+    if (count < 0 || step == 0 || (count > 0 && (first < 0 || first >= shape_[axis] || last < 0 || last >= shape_[axis])))
+      throw index_error("tandem::take: " + std::to_string(count) + " elements from " + std::to_string(first) +
+                        " every " + std::to_string(step) + " do not fit axis " + std::to_string(axis) +
+                        " of a tensor of shape " + to_string(shape_));
+    tandem::shape s = shape_;
+    detail::dims st = strides_;
+    s[axis] = count;
+    st[axis] = strides_[axis] * step;
+    return recorded(take_op{shape_, axis, first, count, step}, view_of(s, st, offset_ + first * strides_[axis]));
   }
 
   // The sub-tensor at `index` along `axis`, which disappears.
   tensor select(std::int64_t axis, std::int64_t index) const {
     axis = detail::normalize_axis(axis, shape_, "select");
     std::int64_t i = detail::checked_index(index, shape_, axis, "select");
-    tensor out = *this;
-    out.offset_ += i * strides_[axis];
-    out.shape_.erase(axis);
-    out.strides_.erase(axis);
-    return out;
+    return take(axis, i, 1).squeeze(axis);
   }
   tensor operator[](std::int64_t index) const {
     if (dim() == 0) throw index_error("tandem::operator[]: a 0-d tensor cannot be indexed");
@@ -219,33 +240,37 @@ class tensor {
       if (shape_[i] == target[lead + i]) st[lead + i] = strides_[i];
       else if (shape_[i] != 1) throw_expand(target);
     }
-    return tensor(storage_, target, st, offset_);
+    if (target == shape_) return *this;
+    return recorded(expand_op{shape_}, view_of(target, st, offset_));
   }
 
   tensor squeeze() const {
-    tensor out(storage_, {}, {}, offset_);
+    tandem::shape s;
+    detail::dims st;
     for (std::size_t i = 0; i < shape_.size(); ++i)
       if (shape_[i] != 1) {
-        out.shape_.push_back(shape_[i]);
-        out.strides_.push_back(strides_[i]);
+        s.push_back(shape_[i]);
+        st.push_back(strides_[i]);
       }
-    return out;
+    return recorded(reshape_op{shape_}, view_of(s, st, offset_));
   }
   tensor squeeze(std::int64_t axis) const {
     axis = detail::normalize_axis(axis, shape_, "squeeze");
     if (shape_[axis] != 1) return *this;
-    tensor out = *this;
-    out.shape_.erase(axis);
-    out.strides_.erase(axis);
-    return out;
+    tandem::shape s = shape_;
+    detail::dims st = strides_;
+    s.erase(axis);
+    st.erase(axis);
+    return recorded(reshape_op{shape_}, view_of(s, st, offset_));
   }
   tensor unsqueeze(std::int64_t axis) const {
     axis = detail::normalize_axis(axis, shape_, "unsqueeze", 1);
-    tensor out = *this;
+    tandem::shape s = shape_;
+    detail::dims st = strides_;
     std::int64_t stride = axis < dim() ? strides_[axis] * shape_[axis] : 1;
-    out.shape_.insert(axis, 1);
-    out.strides_.insert(axis, stride);
-    return out;
+    s.insert(axis, 1);
+    st.insert(axis, stride);
+    return recorded(reshape_op{shape_}, view_of(s, st, offset_));
   }
 
   // --- copies ---
@@ -257,6 +282,7 @@ class tensor {
     tensor<U> out(shape_);
     detail::elementwise<U, T>(detail::identity_op{}, shape_, out.data(), detail::contiguous_strides(shape_),
                               detail::operand<T>{data(), strides_});
+    detail::record(cast_op{}, out, *this);
     return out;
   }
 
@@ -265,10 +291,11 @@ class tensor {
   // Copies `source`, broadcast to this shape and converted to T, into these elements.
   template <element U>
   tensor& assign(const tensor<U>& source) {
+    check_writable("assign");
     if (!detail::broadcasts_to(source.shape(), shape_))
       throw shape_error("tandem::assign: a tensor of shape " + to_string(source.shape()) +
                         " cannot be written into one of shape " + to_string(shape_));
-    tensor<U> from = source.storage() == storage_ ? source.clone() : source;
+    tensor<U> from = source.storage() == storage_ ? source.clone() : source.detach();
     from = from.expand(shape_);
     detail::elementwise<T, T>(detail::identity_op{}, shape_, data(), strides_,
                               detail::operand<U>{from.data(), detail::dims(from.strides().begin(), from.strides().end())});
@@ -277,6 +304,7 @@ class tensor {
   }
   template <scalar S>
   tensor& fill(S value) {
+    check_writable("fill");
     T v = static_cast<T>(value);
     detail::elementwise<T, T>(detail::identity_op{}, shape_, data(), strides_,
                               detail::operand<T>{&v, detail::dims(shape_.size(), 0)});
@@ -284,7 +312,73 @@ class tensor {
     return *this;
   }
 
+  // --- autograd ---
+
+  bool requires_grad() const { return meta_ && meta_->requires_grad; }
+  // Makes this tensor a leaf that collects a gradient in grad().
+  tensor& set_requires_grad(bool on = true) {
+    static_assert(std::is_floating_point_v<T>,
+                  "tandem::tensor::set_requires_grad: only float and double tensors can have gradients");
+    if (meta_ && meta_->grad_fn)
+      throw error("tandem::set_requires_grad: a tensor computed from others (by " + meta_->grad_fn->name() +
+                  ") already follows its inputs; call detach() first");
+    if (!meta_) meta_ = std::make_shared<detail::autograd_meta<T>>();
+    meta_->requires_grad = on;
+    return *this;
+  }
+  // A leaf is a tensor not computed by a recorded op.
+  bool is_leaf() const { return !meta_ || !meta_->grad_fn; }
+  bool has_grad() const { return meta_ && meta_->grad.has_value(); }
+  // The gradient accumulated by backward() into this leaf.
+  tensor grad() const {
+    if (!has_grad())
+      throw error("tandem::grad: this tensor of shape " + to_string(shape_) +
+                  " has no gradient (it is not a leaf that requires one, or backward has not reached it)");
+    return *meta_->grad;
+  }
+  void zero_grad() {
+    if (meta_) meta_->grad.reset();
+  }
+  // The same values, cut from the autograd graph.
+  tensor detach() const { return view_of(shape_, strides_, offset_); }
+
+  // Back-propagates from this scalar (or with an explicit sensitivity of this
+  // tensor's shape) into the grad() of every leaf it depends on.
+  void backward(const backward_options& options = {}) const {
+    if (numel() != 1)
+      throw shape_error("tandem::backward: a tensor of shape " + to_string(shape_) +
+                        " is not a scalar; pass a sensitivity of that shape");
+    tensor seed(shape_);
+    seed.fill(1);
+    detail::backward(*this, seed, options);
+  }
+  void backward(const tensor& sensitivity, const backward_options& options = {}) const {
+    detail::backward(*this, sensitivity.detach(), options);
+  }
+
+  // A parameter's name (empty for other tensors).
+  std::string name() const { return meta_ ? meta_->name : std::string(); }
+
+  // The autograd state shared by the handles of this tensor (for the engine).
+  std::shared_ptr<detail::autograd_meta<T>>& autograd() { return meta_; }
+  const std::shared_ptr<detail::autograd_meta<T>>& autograd() const { return meta_; }
+
  private:
+  // A view of the same storage with no autograd state of its own yet.
+  tensor view_of(tandem::shape s, detail::dims st, std::int64_t offset) const {
+    return tensor(storage_, std::move(s), std::move(st), offset);
+  }
+  template <class Op>
+  tensor recorded(const Op& op, tensor out) const {
+    detail::record(op, out, *this);
+    return out;
+  }
+  void check_writable(const char* op) const {
+    if (requires_grad() && is_grad_enabled())
+      throw error(std::string("tandem::") + op + ": a tensor of shape " + to_string(shape_) +
+                  " that requires a gradient cannot be written in place while recording; use tandem::no_grad");
+  }
+
   std::int64_t element_offset(std::initializer_list<std::int64_t> index) const {
     if (static_cast<std::int64_t>(index.size()) != dim())
       throw index_error("tandem::at: " + std::to_string(index.size()) + " indices for a tensor of shape " +
@@ -343,11 +437,21 @@ class tensor {
   tandem::shape shape_;
   detail::dims strides_;
   std::int64_t offset_ = 0;
+  std::shared_ptr<detail::autograd_meta<T>> meta_;
 };
 
+namespace detail {
 template <class T>
-inline constexpr bool is_tensor_v = false;
-template <class T>
-inline constexpr bool is_tensor_v<tensor<T>> = true;
+std::true_type derives_from_tensor(const tensor<T>*);
+std::false_type derives_from_tensor(...);
+}  // namespace detail
+
+// Whether X is a tensor<T> or a type derived from one (parameter<T>).
+template <class X>
+inline constexpr bool is_tensor_v = decltype(detail::derives_from_tensor(static_cast<std::remove_cvref_t<X>*>(nullptr)))::value;
 
 }  // namespace tandem
+
+#include "tandem/autograd/engine.hpp"
+#include "tandem/autograd/meta.hpp"
+#include "tandem/autograd/record.hpp"

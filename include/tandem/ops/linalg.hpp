@@ -4,6 +4,7 @@
 // broadcast. Each product runs the packed GEMM kernel through the operands'
 // own strides, so transposed and sliced views are not copied.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -14,6 +15,23 @@
 
 namespace tandem {
 
+// dA = g B^T and dB = A^T g, with 1-d operands lifted to matrices and batch
+// axes summed back to each operand's shape.
+struct matmul_op {
+  static constexpr const char* name = "matmul";
+  template <std::size_t I, class G, class Y, class A, class B>
+  auto derivative(const G& g, const Y&, const A& a, const B& b) const {
+    auto a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
+    auto b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
+    auto g2 = g;
+    if (a.dim() == 1 && b.dim() == 1) g2 = g.reshape({1, 1});
+    else if (a.dim() == 1) g2 = g.unsqueeze(-2);
+    else if (b.dim() == 1) g2 = g.unsqueeze(-1);
+    if constexpr (I == 0) return sum_to(matmul(g2, b2.transpose(-1, -2)), a2.shape()).reshape(a.shape());
+    else return sum_to(matmul(a2.transpose(-1, -2), g2), b2.shape()).reshape(b.shape());
+  }
+};
+
 namespace detail {
 
 template <class T>
@@ -21,8 +39,8 @@ tensor<T> matmul_same(const tensor<T>& a_in, const tensor<T>& b_in) {
   if (a_in.dim() == 0 || b_in.dim() == 0)
     throw shape_error("tandem::matmul: operands must have at least one axis (shapes " + to_string(a_in.shape()) +
                       " and " + to_string(b_in.shape()) + ")");
-  tensor<T> a = a_in.dim() == 1 ? a_in.unsqueeze(0) : a_in;
-  tensor<T> b = b_in.dim() == 1 ? b_in.unsqueeze(1) : b_in;
+  tensor<T> a = a_in.dim() == 1 ? a_in.detach().unsqueeze(0) : a_in.detach();
+  tensor<T> b = b_in.dim() == 1 ? b_in.detach().unsqueeze(1) : b_in.detach();
   std::int64_t m = a.shape(-2), k = a.shape(-1), n = b.shape(-1);
   if (b.shape(-2) != k)
     throw shape_error("tandem::matmul: inner dimensions must agree (shapes " + to_string(a_in.shape()) + " and " +
@@ -64,9 +82,10 @@ tensor<T> matmul_same(const tensor<T>& a_in, const tensor<T>& b_in) {
     for (std::int64_t i = 0; i < batches; ++i) run_one(i);
   }
 
-  if (a_in.dim() == 1 && b_in.dim() == 1) return out.reshape({});
-  if (a_in.dim() == 1) return out.squeeze(-2);
-  if (b_in.dim() == 1) return out.squeeze(-1);
+  if (a_in.dim() == 1 && b_in.dim() == 1) out = out.reshape({});
+  else if (a_in.dim() == 1) out = out.squeeze(-2);
+  else if (b_in.dim() == 1) out = out.squeeze(-1);
+  record(matmul_op{}, out, a_in, b_in);
   return out;
 }
 

@@ -36,7 +36,7 @@ class axes : public detail::dims {
   bool all_ = false;
 };
 
-namespace op {
+namespace detail {
 
 struct sum_reducer {
   template <class A> static constexpr A identity() { return A(0); }
@@ -59,7 +59,7 @@ struct min_reducer {
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& a, const V& b) const { return detail::math::minimum(a, b); }
 };
 
-}  // namespace op
+}  // namespace detail
 
 // Sums and products of integers and bools are int64, as in PyTorch.
 template <element T>
@@ -155,33 +155,121 @@ tensor<std::int64_t> arg_extreme(const tensor<T>& x, const axes& ax, bool keepdi
 
 }  // namespace detail
 
+namespace detail {
+// The gradient of a reduction spread back over the axes it folded: g gets
+// its reduced axes back (as 1) and is broadcast to the input's shape.
+template <class G>
+auto unreduce(const G& g, const shape& from, const axes& ax, bool keepdims) {
+  if (keepdims) return g.expand(from);
+  return g.reshape(plan_reduction(from, ax, true, "unreduce").out_shape).expand(from);
+}
+}  // namespace detail
+
+struct sum_op {
+  static constexpr const char* name = "sum";
+  static constexpr bool saves_inputs = false;
+  shape from;
+  axes ax;
+  bool keepdims;
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X&) const { return detail::unreduce(g, from, ax, keepdims); }
+};
+struct mean_op {
+  static constexpr const char* name = "mean";
+  static constexpr bool saves_inputs = false;
+  shape from;
+  axes ax;
+  bool keepdims;
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X&) const {
+    auto count = static_cast<double>(detail::plan_reduction(from, ax, keepdims, "mean").length);
+    return detail::unreduce(g / count, from, ax, keepdims);
+  }
+};
+// d prod / d x_i is the product of the others: y / x_i where x_i != 0; for
+// the one zero of a slice, the product of the rest; 0 when a slice has two.
+struct prod_op {
+  static constexpr const char* name = "prod";
+  static constexpr bool saves_output = true;
+  axes ax;
+  bool keepdims;
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y& y, const X& x) const {
+    auto is_zero = x == 0;
+    auto others = prod(where(is_zero, 1, x), ax, true).expand(x.shape());
+    auto zeros = sum(is_zero, ax, true).expand(x.shape());
+    auto at_zero = where(zeros == 1, others, 0);
+    return detail::unreduce(g, x.shape(), ax, keepdims) *
+           where(is_zero, at_zero, detail::unreduce(y, x.shape(), ax, keepdims) / x);
+  }
+};
+// max and min: the gradient is shared equally by the elements that tie for the extreme.
+struct extreme_op {
+  static constexpr const char* name = "max";
+  static constexpr bool saves_output = true;
+  axes ax;
+  bool keepdims;
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y& y, const X& x) const {
+    using T = typename X::value_type;
+    auto hits = (x == detail::unreduce(y, x.shape(), ax, keepdims)).template astype<T>();
+    auto ties = sum(hits, ax, true).expand(x.shape());
+    return detail::unreduce(g, x.shape(), ax, keepdims) * hits / ties;
+  }
+};
+
 template <element T>
 tensor<accumulate_t<T>> sum(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false) {
   using A = accumulate_t<T>;
-  return detail::reduce<A, A>(x, ax, keepdims, op::sum_reducer{}, detail::unchanged, "sum");
+  auto out = detail::reduce<A, A>(x, ax, keepdims, detail::sum_reducer{}, detail::unchanged, "sum");
+  detail::record(sum_op{x.shape(), ax, keepdims}, out, x);
+  return out;
+}
+
+// x summed over the axes along which it was broadcast from `target`: the
+// inverse of expand, which every gradient of a broadcasting op goes through.
+template <element T>
+tensor<accumulate_t<T>> sum_to(const tensor<T>& x, const shape& target) {
+  if (x.shape() == target) return x;
+  if (!detail::broadcasts_to(target, x.shape()))
+    throw shape_error("tandem::sum_to: a tensor of shape " + to_string(x.shape()) + " is not a broadcast of shape " +
+                      to_string(target));
+  std::size_t lead = x.shape().size() - target.size();
+  detail::dims folded;
+  for (std::size_t i = 0; i < x.shape().size(); ++i)
+    if (i < lead || (target[i - lead] == 1 && x.shape()[i] != 1)) folded.push_back(static_cast<std::int64_t>(i));
+  return sum(x, axes(std::span<const std::int64_t>(folded.data(), folded.size())), true).reshape(target);
 }
 
 template <element T>
 tensor<floating_t<T>> mean(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false) {
   using A = floating_t<T>;
   auto divide_by = [](std::int64_t count) { return [count](A total) { return total / static_cast<A>(count); }; };
-  return detail::reduce<A, A>(x, ax, keepdims, op::sum_reducer{}, divide_by, "mean");
+  auto out = detail::reduce<A, A>(x, ax, keepdims, detail::sum_reducer{}, divide_by, "mean");
+  detail::record(mean_op{x.shape(), ax, keepdims}, out, x);
+  return out;
 }
 
 template <element T>
 tensor<accumulate_t<T>> prod(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false) {
   using A = accumulate_t<T>;
-  return detail::reduce<A, A>(x, ax, keepdims, op::prod_reducer{}, detail::unchanged, "prod");
+  auto out = detail::reduce<A, A>(x, ax, keepdims, detail::prod_reducer{}, detail::unchanged, "prod");
+  detail::record(prod_op{ax, keepdims}, out, x);
+  return out;
 }
 
 template <element T>
 tensor<T> max(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false) {
-  return detail::reduce<T, T>(x, ax, keepdims, op::max_reducer{}, detail::unchanged, "max", true);
+  auto out = detail::reduce<T, T>(x, ax, keepdims, detail::max_reducer{}, detail::unchanged, "max", true);
+  detail::record(extreme_op{ax, keepdims}, out, x);
+  return out;
 }
 
 template <element T>
 tensor<T> min(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false) {
-  return detail::reduce<T, T>(x, ax, keepdims, op::min_reducer{}, detail::unchanged, "min", true);
+  auto out = detail::reduce<T, T>(x, ax, keepdims, detail::min_reducer{}, detail::unchanged, "min", true);
+  detail::record(extreme_op{ax, keepdims}, out, x);
+  return out;
 }
 
 // Index of the first largest element along the axes (over the flattened
@@ -217,8 +305,9 @@ template <element T>
 tensor<floating_t<T>> logsumexp(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false) {
   using F = floating_t<T>;
   tensor<F> xf = x.template astype<F>();
-  tensor<F> peak = max(xf, ax, true);
-  tensor<F> shift = where(isfinite(peak), peak, F(0));
+  tensor<F> peak = max(xf.detach(), ax, true);
+  // The shift cancels out of the value, so it is a constant for the gradient.
+  tensor<F> shift = where(isfinite(peak), peak, F(0)).detach();
   tensor<F> result = add(log(sum(exp(sub(xf, shift)), ax, true)), shift);
   if (keepdims) return result;
   return result.reshape(detail::plan_reduction(x.shape(), ax, false, "logsumexp").out_shape);

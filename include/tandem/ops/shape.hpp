@@ -3,7 +3,9 @@
 // index_select, gather, one_hot, and broadcast_to. (Pure views such as
 // reshape, transpose and slice are members of tensor<T>.)
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,7 +35,92 @@ around_axis<T> split_around(const tensor<T>& x, std::int64_t axis) {
   for (std::int64_t i = axis + 1; i < x.dim(); ++i) inner *= x.shape()[i];
   return {x.contiguous(), outer, x.shape()[axis], inner};
 }
+
+// Gradient routing for concat, whose inputs are a list: each input gets its
+// slice of the output's gradient.
+template <class T>
+class concat_node final : public typed_node<T> {
+ public:
+  concat_node(std::vector<std::shared_ptr<node>> edges, std::int64_t axis, std::vector<std::int64_t> sizes)
+      : axis_(axis), sizes_(std::move(sizes)) {
+    this->next_ = std::move(edges);
+  }
+  void run(const backward_context&) override {
+    tensor<T> g = this->take_pending();
+    std::int64_t at = 0;
+    for (std::size_t i = 0; i < sizes_.size(); ++i) {
+      if (this->next_[i]) this->next_[i]->receive(g.take(axis_, at, sizes_[i]));
+      at += sizes_[i];
+    }
+  }
+  std::string name() const override { return "concat"; }
+
+ private:
+  std::int64_t axis_;
+  std::vector<std::int64_t> sizes_;
+};
 }  // namespace detail
+
+// The rows of `source` added into a copy of x at `index` along the axis
+// (repeated indices add up).
+struct index_add_op {
+  static constexpr const char* name = "index_add";
+  static constexpr bool saves_inputs = false;
+  std::int64_t axis;
+  tensor<std::int64_t> index;
+  template <std::size_t I, class G, class Y, class X, class S>
+  auto derivative(const G& g, const Y&, const X&, const S&) const {
+    if constexpr (I == 0) return g;
+    else return index_select(g, axis, index);
+  }
+};
+struct index_select_op {
+  static constexpr const char* name = "index_select";
+  static constexpr bool saves_inputs = false;
+  shape from;
+  std::int64_t axis;
+  tensor<std::int64_t> index;
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X&) const {
+    using T = typename G::value_type;
+    return index_add(zeros<T>(from), axis, index, g);
+  }
+};
+// out = x; out[..., index[i,j,k], ...] += source[i,j,k] along the axis.
+struct scatter_add_op {
+  static constexpr const char* name = "scatter_add";
+  static constexpr bool saves_inputs = false;
+  std::int64_t axis;
+  tensor<std::int64_t> index;
+  template <std::size_t I, class G, class Y, class X, class S>
+  auto derivative(const G& g, const Y&, const X&, const S&) const {
+    if constexpr (I == 0) return g;
+    else return gather(g, axis, index);
+  }
+};
+struct gather_op {
+  static constexpr const char* name = "gather";
+  static constexpr bool saves_inputs = false;
+  shape from;
+  std::int64_t axis;
+  tensor<std::int64_t> index;
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X&) const {
+    using T = typename G::value_type;
+    return scatter_add(zeros<T>(from), axis, index, g);
+  }
+};
+
+// g placed into zeros of shape `into`, along `axis` from `first` every
+// `step`: the inverse of take, and the gradient of slices.
+template <element T>
+tensor<T> embed(const tensor<T>& g, const shape& into, std::int64_t axis, std::int64_t first, std::int64_t step) {
+  tensor<T> out = zeros<T>(into);
+  std::int64_t count = g.shape(axis);
+  out.take(axis, first, count, step).assign(g);
+  detail::record(embed_op{axis, first, count, step}, out, g);
+  return out;
+}
 
 template <element T>
 tensor<T> broadcast_to(const tensor<T>& x, const shape& target) {
@@ -61,6 +148,18 @@ tensor<T> concat(const std::vector<tensor<T>>& xs, std::int64_t axis = 0) {
   for (const auto& x : xs) {
     out.slice(axis, at, at + x.shape()[axis]).assign(x);
     at += x.shape()[axis];
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    bool any = false;
+    for (const auto& x : xs) any = any || x.requires_grad();
+    if (any && is_grad_enabled()) {
+      std::vector<std::shared_ptr<detail::node>> edges;
+      std::vector<std::int64_t> sizes;
+      for (const auto& x : xs) edges.push_back(detail::edge_of(x)), sizes.push_back(x.shape()[axis]);
+      out.autograd() = std::make_shared<detail::autograd_meta<T>>();
+      out.autograd()->requires_grad = true;
+      out.autograd()->grad_fn = std::make_shared<detail::concat_node<T>>(std::move(edges), axis, std::move(sizes));
+    }
   }
   return out;
 }
@@ -133,6 +232,36 @@ tensor<T> index_select(const tensor<T>& x, std::int64_t axis, const tensor<I>& i
                            std::copy(from, from + src.inner, out.data() + r * src.inner);
                          }
                        });
+  detail::record(index_select_op{x.shape(), axis, from_vector(std::vector<std::int64_t>(picks.begin(), picks.end()))},
+                 out, x);
+  return out;
+}
+
+// A copy of x with the slices of `source` added at `index` along the axis:
+// out.select(axis, index[j]) += source.select(axis, j).
+template <element T, element I>
+tensor<T> index_add(const tensor<T>& x, std::int64_t axis, const tensor<I>& index, const tensor<T>& source) {
+  static_assert(std::is_integral_v<I> && !std::is_same_v<I, bool>, "tandem::index_add: the index must be an integer tensor");
+  axis = detail::normalize_axis(axis, x.shape(), "index_add");
+  shape expected = x.shape();
+  if (index.dim() == 1) expected[axis] = index.shape(0);
+  if (index.dim() != 1 || source.shape() != expected)
+    throw shape_error("tandem::index_add: a source of shape " + to_string(source.shape()) + " and an index of shape " +
+                      to_string(index.shape()) + " do not fit a tensor of shape " + to_string(x.shape()) +
+                      " along axis " + std::to_string(axis));
+  tensor<T> out = x.detach().clone();
+  auto dst = detail::split_around(out, axis);
+  auto src = detail::split_around(source.detach(), axis);
+  std::vector<I> picks = index.to_vector();
+  for (I& i : picks) i = static_cast<I>(detail::checked_index(i, x.shape(), axis, "index_add"));
+  for (std::int64_t o = 0; o < dst.outer; ++o)
+    for (std::size_t j = 0; j < picks.size(); ++j) {
+      T* to = out.data() + (o * dst.extent + picks[j]) * dst.inner;
+      const T* from = src.data.data() + (o * src.extent + static_cast<std::int64_t>(j)) * src.inner;
+      for (std::int64_t k = 0; k < dst.inner; ++k) to[k] += from[k];
+    }
+  detail::record(index_add_op{axis, from_vector(std::vector<std::int64_t>(picks.begin(), picks.end()))}, out, x,
+                 source);
   return out;
 }
 
@@ -160,6 +289,38 @@ tensor<T> gather(const tensor<T>& x, std::int64_t axis, const tensor<I>& index) 
     }
     out.data()[flat] = x.data()[offset];
   }
+  detail::record(gather_op{x.shape(), axis, idx.template astype<std::int64_t>()}, out, x);
+  return out;
+}
+
+// A copy of x with source[i][j][k] added at x[i][index[i][j][k]][k] (axis 1;
+// likewise for any axis): the inverse of gather, as torch.scatter_add.
+template <element T, element I>
+tensor<T> scatter_add(const tensor<T>& x, std::int64_t axis, const tensor<I>& index, const tensor<T>& source) {
+  static_assert(std::is_integral_v<I> && !std::is_same_v<I, bool>,
+                "tandem::scatter_add: the index must be an integer tensor");
+  axis = detail::normalize_axis(axis, x.shape(), "scatter_add");
+  bool fits = index.dim() == x.dim() && source.shape() == index.shape();
+  for (std::int64_t i = 0; fits && i < x.dim(); ++i) fits = i == axis || index.shape()[i] <= x.shape()[i];
+  if (!fits)
+    throw shape_error("tandem::scatter_add: an index of shape " + to_string(index.shape()) + " and a source of shape " +
+                      to_string(source.shape()) + " do not fit a tensor of shape " + to_string(x.shape()) +
+                      " along axis " + std::to_string(axis));
+  tensor<T> out = x.detach().clone();
+  tensor<I> idx = index.contiguous();
+  tensor<T> src = source.detach().contiguous();
+  std::int64_t total = idx.numel(), rank = x.dim();
+  for (std::int64_t flat = 0; flat < total; ++flat) {
+    std::int64_t rest = flat, offset = 0;
+    for (std::int64_t d = rank; d-- > 0;) {
+      std::int64_t i = rest % index.shape()[d];
+      rest /= index.shape()[d];
+      if (d == axis) i = detail::checked_index(idx.data()[flat], x.shape(), axis, "scatter_add");
+      offset += i * out.strides()[d];
+    }
+    out.data()[offset] += src.data()[flat];
+  }
+  detail::record(scatter_add_op{axis, idx.template astype<std::int64_t>()}, out, x, source);
   return out;
 }
 

@@ -2,15 +2,46 @@
 // softmax, log_softmax and cross-entropy from logits, numerically stable at
 // +-80, +-1e4 and +-inf (see kernels/cpu/softmax.hpp for the limits taken).
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "tandem/core/tensor.hpp"
 #include "tandem/kernels/cpu/softmax.hpp"
+#include "tandem/ops/reduce.hpp"
+#include "tandem/ops/shape.hpp"
 
 namespace tandem {
 
 enum class reduction { mean, sum, none };
+
+struct softmax_op {
+  static constexpr const char* name = "softmax";
+  static constexpr bool saves_inputs = false, saves_output = true;
+  std::int64_t axis;
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y& y, const X&) const { return y * (g - sum(g * y, axis, true)); }
+};
+struct log_softmax_op {
+  static constexpr const char* name = "log_softmax";
+  static constexpr bool saves_inputs = false, saves_output = true;
+  std::int64_t axis;
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y& y, const X&) const { return g - exp(y) * sum(g, axis, true); }
+};
+// d loss / d logits = (softmax(logits) - one_hot(target)) times the output's
+// gradient per row (divided by N for the mean).
+struct cross_entropy_op {
+  static constexpr const char* name = "cross_entropy";
+  reduction how;
+  template <std::size_t I, class G, class Y, class L, class T>
+  auto derivative(const G& g, const Y&, const L& logits, const T& target) const {
+    using F = typename L::value_type;
+    auto scale = how == reduction::none ? g.unsqueeze(1)
+                                        : g.reshape({1, 1}) / (how == reduction::mean ? logits.shape(0) : 1);
+    return (softmax(logits, 1) - one_hot<F>(target, logits.shape(1))) * scale;
+  }
+};
 
 namespace detail {
 
@@ -19,11 +50,15 @@ tensor<floating_t<T>> softmax_along(const tensor<T>& x, std::int64_t axis, const
   using F = floating_t<T>;
   if (x.dim() == 0) return softmax_along<Log>(x.reshape({1}), 0, op).reshape({});
   axis = normalize_axis(axis, x.shape(), op);
-  tensor<F> rows = x.template astype<F>().transpose(axis, -1).contiguous();
+  tensor<F> input = x.template astype<F>();
+  tensor<F> rows = input.detach().transpose(axis, -1).contiguous();
   tensor<F> out(rows.shape());
   std::int64_t n = rows.shape(-1);
   softmax_rows<Log>(rows.data(), n ? rows.numel() / n : 0, n, out.data());
-  return out.transpose(axis, -1).contiguous();
+  out = out.transpose(axis, -1).contiguous();
+  if constexpr (Log) record(log_softmax_op{axis}, out, input);
+  else record(softmax_op{axis}, out, input);
+  return out;
 }
 
 }  // namespace detail
@@ -50,7 +85,8 @@ tensor<floating_t<T>> cross_entropy(const tensor<T>& logits, const tensor<I>& ta
     throw shape_error("tandem::cross_entropy: expected logits [N, C] and targets [N], got " +
                       to_string(logits.shape()) + " and " + to_string(target.shape()));
   std::int64_t n = logits.shape(0), classes = logits.shape(1);
-  tensor<F> rows = logits.template astype<F>().contiguous();
+  tensor<F> input = logits.template astype<F>();
+  tensor<F> rows = input.detach().contiguous();
   tensor<I> labels = target.contiguous();
   tensor<F> losses(shape{n});
   for (std::int64_t i = 0; i < n; ++i) {
@@ -72,11 +108,14 @@ tensor<floating_t<T>> cross_entropy(const tensor<T>& logits, const tensor<I>& ta
                            else losses.data()[i] = norm.peak + norm.log_total - picked;
                          }
                        });
-  if (how == reduction::none) return losses;
-  F total = 0;
-  for (std::int64_t i = 0; i < n; ++i) total += losses.data()[i];
-  tensor<F> result(shape{});
-  *result.data() = how == reduction::sum ? total : total / static_cast<F>(n);
+  tensor<F> result = losses;
+  if (how != reduction::none) {
+    F total = 0;
+    for (std::int64_t i = 0; i < n; ++i) total += losses.data()[i];
+    result = tensor<F>(shape{});
+    *result.data() = how == reduction::sum ? total : total / static_cast<F>(n);
+  }
+  detail::record(cross_entropy_op{how}, result, input, labels);
   return result;
 }
 

@@ -2,49 +2,64 @@
 // Activations: tanh sigmoid relu gelu softplus, each stable over the whole
 // float range (no overflow to NaN at large |x|).
 
+#include <cstddef>
 #include <numbers>
 
 #include "tandem/detail/math.hpp"
 #include "tandem/ops/elementwise/map.hpp"
 
 namespace tandem {
-namespace op {
 
-struct tanh : detail::floating_rule {
+struct tanh_op : detail::floating_rule {
   static constexpr const char* name = "tanh";
+  static constexpr bool saves_inputs = false, saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::tanh(x); }
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y& y, const X&) const { return g * (1 - square(y)); }
 };
-struct sigmoid : detail::floating_rule {
+struct sigmoid_op : detail::floating_rule {
   static constexpr const char* name = "sigmoid";
+  static constexpr bool saves_inputs = false, saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return V(1) / (V(1) + detail::math::exp(-x)); }
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y& y, const X&) const { return g * y * (1 - y); }
 };
-// max(x, 0), with NaN kept as NaN.
-struct relu : detail::same_type_rule {
+// max(x, 0), with NaN kept as NaN. Its gradient at 0 is 0, as in PyTorch.
+struct relu_op : detail::same_type_rule {
   static constexpr const char* name = "relu";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::maximum(x, V(0)); }
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X& x) const { return where(x > 0, g, 0); }
 };
 // The exact form, x * Phi(x), with Phi the standard normal CDF written with
 // erfc so that the left tail keeps its relative precision.
-struct gelu : detail::floating_rule {
+struct gelu_op : detail::floating_rule {
   static constexpr const char* name = "gelu";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const {
     return V(0.5) * x * detail::math::erfc(x * V(-std::numbers::sqrt2 / 2));
   }
+  // Phi(x) + x phi(x)
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X& x) const {
+    return g * (erfc(x * (-std::numbers::sqrt2 / 2)) * 0.5 +
+                x * exp(square(x) * -0.5) * (std::numbers::inv_sqrtpi / std::numbers::sqrt2));
+  }
 };
 // log(1 + e^x) as max(x, 0) + log1p(e^-|x|), which neither overflows nor loses small values.
-struct softplus : detail::floating_rule {
+struct softplus_op : detail::floating_rule {
   static constexpr const char* name = "softplus";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const {
     return detail::math::maximum(x, V(0)) + detail::math::log1p(detail::math::exp(-detail::math::abs(x)));
   }
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X& x) const { return g * sigmoid(x); }
 };
 
-}  // namespace op
 
-template <element T> auto tanh(const tensor<T>& x) { return detail::map(op::tanh{}, x); }
-template <element T> auto sigmoid(const tensor<T>& x) { return detail::map(op::sigmoid{}, x); }
-template <element T> auto relu(const tensor<T>& x) { return detail::map(op::relu{}, x); }
-template <element T> auto gelu(const tensor<T>& x) { return detail::map(op::gelu{}, x); }
-template <element T> auto softplus(const tensor<T>& x) { return detail::map(op::softplus{}, x); }
+template <element T> auto tanh(const tensor<T>& x) { return detail::map(tanh_op{}, x); }
+template <element T> auto sigmoid(const tensor<T>& x) { return detail::map(sigmoid_op{}, x); }
+template <element T> auto relu(const tensor<T>& x) { return detail::map(relu_op{}, x); }
+template <element T> auto gelu(const tensor<T>& x) { return detail::map(gelu_op{}, x); }
+template <element T> auto softplus(const tensor<T>& x) { return detail::map(softplus_op{}, x); }
 
 }  // namespace tandem

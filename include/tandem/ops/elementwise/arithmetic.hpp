@@ -1,51 +1,93 @@
 #pragma once
 // + - * / neg pow maximum minimum. Each op is one struct in tandem::op: its
-// name, its type rule and its element math, written once for scalars and
-// SIMD batches; the free functions below apply it to tensors and scalars.
+// name, its type rule, its element math (written once for scalars and SIMD
+// batches) and its derivative rule derivative<I>(g, y, x...), the gradient
+// for input I written with tandem ops. The free functions below apply the
+// ops to tensors and scalars.
 
+#include <cmath>
+#include <cstddef>
 #include <type_traits>
 
 #include "tandem/detail/math.hpp"
 #include "tandem/ops/elementwise/map.hpp"
 
 namespace tandem {
-namespace op {
-
-struct add : detail::same_type_rule {
+struct add_op : detail::same_type_rule {
   static constexpr const char* name = "add";
+  static constexpr bool saves_inputs = false;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& a, const V& b) const { return a + b; }
+  template <std::size_t I, class G, class Y, class A, class B>
+  auto derivative(const G& g, const Y&, const A&, const B&) const { return g; }
 };
-struct sub : detail::same_type_rule {
+struct sub_op : detail::same_type_rule {
   static constexpr const char* name = "sub";
+  static constexpr bool saves_inputs = false;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& a, const V& b) const { return a - b; }
+  template <std::size_t I, class G, class Y, class A, class B>
+  auto derivative(const G& g, const Y&, const A&, const B&) const {
+    if constexpr (I == 0) return g;
+    else return -g;
+  }
 };
-struct mul : detail::same_type_rule {
+struct mul_op : detail::same_type_rule {
   static constexpr const char* name = "mul";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& a, const V& b) const { return a * b; }
+  template <std::size_t I, class G, class Y, class A, class B>
+  auto derivative(const G& g, const Y&, const A& a, const B& b) const {
+    if constexpr (I == 0) return g * b;
+    else return g * a;
+  }
 };
 // True division: integer operands divide as float, as in NumPy and PyTorch.
-struct div : detail::floating_rule {
+struct div_op : detail::floating_rule {
   static constexpr const char* name = "div";
+  static constexpr bool saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& a, const V& b) const { return a / b; }
+  template <std::size_t I, class G, class Y, class A, class B>
+  auto derivative(const G& g, const Y& y, const A&, const B& b) const {
+    if constexpr (I == 0) return g / b;
+    else return -(g * y / b);
+  }
 };
-struct neg : detail::same_type_rule {
+struct neg_op : detail::same_type_rule {
   static constexpr const char* name = "neg";
+  static constexpr bool saves_inputs = false;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& a) const { return -a; }
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X&) const { return -g; }
 };
-struct pow : detail::floating_rule {
+struct pow_op : detail::floating_rule {
   static constexpr const char* name = "pow";
+  static constexpr bool saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& a, const V& b) const { return detail::math::pow(a, b); }
+  template <std::size_t I, class G, class Y, class A, class B>
+  auto derivative(const G& g, const Y& y, const A& a, const B& b) const {
+    if constexpr (I == 0) return g * b * pow(a, b - 1);
+    else if constexpr (is_tensor_v<A>) return g * y * log(a);
+    else return g * y * std::log(a);
+  }
 };
-struct maximum : detail::same_type_rule {
+// Where the operands tie, each gets half of the gradient.
+struct maximum_op : detail::same_type_rule {
   static constexpr const char* name = "maximum";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& a, const V& b) const { return detail::math::maximum(a, b); }
+  template <std::size_t I, class G, class Y, class A, class B>
+  auto derivative(const G& g, const Y&, const A& a, const B& b) const {
+    if constexpr (I == 0) return where(a > b, g, where(a == b, g * 0.5, 0));
+    else return where(b > a, g, where(a == b, g * 0.5, 0));
+  }
 };
-struct minimum : detail::same_type_rule {
+struct minimum_op : detail::same_type_rule {
   static constexpr const char* name = "minimum";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& a, const V& b) const { return detail::math::minimum(a, b); }
+  template <std::size_t I, class G, class Y, class A, class B>
+  auto derivative(const G& g, const Y&, const A& a, const B& b) const {
+    if constexpr (I == 0) return where(a < b, g, where(a == b, g * 0.5, 0));
+    else return where(b < a, g, where(a == b, g * 0.5, 0));
+  }
 };
 
-}  // namespace op
 
 namespace detail {
 template <class... X>
@@ -53,28 +95,28 @@ inline constexpr bool any_bool_tensor = (std::is_same_v<X, tensor<bool>> || ...)
 }
 
 template <class A, class B> requires detail::elementwise_operands<A, B>
-auto add(const A& a, const B& b) { return detail::map(op::add{}, a, b); }
+auto add(const A& a, const B& b) { return detail::map(add_op{}, a, b); }
 template <class A, class B> requires detail::elementwise_operands<A, B>
 auto sub(const A& a, const B& b) {
   static_assert(!(detail::any_bool_tensor<A> && detail::any_bool_tensor<B>),
                 "tandem::sub: bool tensors cannot be subtracted; use logical_xor");
-  return detail::map(op::sub{}, a, b);
+  return detail::map(sub_op{}, a, b);
 }
 template <class A, class B> requires detail::elementwise_operands<A, B>
-auto mul(const A& a, const B& b) { return detail::map(op::mul{}, a, b); }
+auto mul(const A& a, const B& b) { return detail::map(mul_op{}, a, b); }
 template <class A, class B> requires detail::elementwise_operands<A, B>
-auto div(const A& a, const B& b) { return detail::map(op::div{}, a, b); }
+auto div(const A& a, const B& b) { return detail::map(div_op{}, a, b); }
 template <class A, class B> requires detail::elementwise_operands<A, B>
-auto pow(const A& a, const B& b) { return detail::map(op::pow{}, a, b); }
+auto pow(const A& a, const B& b) { return detail::map(pow_op{}, a, b); }
 template <class A, class B> requires detail::elementwise_operands<A, B>
-auto maximum(const A& a, const B& b) { return detail::map(op::maximum{}, a, b); }
+auto maximum(const A& a, const B& b) { return detail::map(maximum_op{}, a, b); }
 template <class A, class B> requires detail::elementwise_operands<A, B>
-auto minimum(const A& a, const B& b) { return detail::map(op::minimum{}, a, b); }
+auto minimum(const A& a, const B& b) { return detail::map(minimum_op{}, a, b); }
 
 template <element T>
 tensor<T> neg(const tensor<T>& x) {
   static_assert(!std::is_same_v<T, bool>, "tandem::neg: a bool tensor has no negation; use logical_not");
-  return detail::map(op::neg{}, x);
+  return detail::map(neg_op{}, x);
 }
 
 template <class A, class B> requires detail::elementwise_operands<A, B>

@@ -1,55 +1,55 @@
 #pragma once
 // Comparisons (to bool tensors), logical ops, where and clamp.
 
+#include <cstddef>
+
 #include "tandem/detail/math.hpp"
 #include "tandem/ops/elementwise/map.hpp"
 
 namespace tandem {
-namespace op {
-
-struct eq : detail::predicate_rule {
+struct eq_op : detail::predicate_rule {
   static constexpr const char* name = "eq";
   template <class V> TANDEM_HOST_DEVICE bool operator()(const V& a, const V& b) const { return a == b; }
 };
-struct ne : detail::predicate_rule {
+struct ne_op : detail::predicate_rule {
   static constexpr const char* name = "ne";
   template <class V> TANDEM_HOST_DEVICE bool operator()(const V& a, const V& b) const { return a != b; }
 };
-struct lt : detail::predicate_rule {
+struct lt_op : detail::predicate_rule {
   static constexpr const char* name = "lt";
   template <class V> TANDEM_HOST_DEVICE bool operator()(const V& a, const V& b) const { return a < b; }
 };
-struct le : detail::predicate_rule {
+struct le_op : detail::predicate_rule {
   static constexpr const char* name = "le";
   template <class V> TANDEM_HOST_DEVICE bool operator()(const V& a, const V& b) const { return a <= b; }
 };
-struct gt : detail::predicate_rule {
+struct gt_op : detail::predicate_rule {
   static constexpr const char* name = "gt";
   template <class V> TANDEM_HOST_DEVICE bool operator()(const V& a, const V& b) const { return a > b; }
 };
-struct ge : detail::predicate_rule {
+struct ge_op : detail::predicate_rule {
   static constexpr const char* name = "ge";
   template <class V> TANDEM_HOST_DEVICE bool operator()(const V& a, const V& b) const { return a >= b; }
 };
-struct logical_and : detail::logical_rule {
+struct logical_and_op : detail::logical_rule {
   static constexpr const char* name = "logical_and";
   TANDEM_HOST_DEVICE bool operator()(bool a, bool b) const { return a && b; }
 };
-struct logical_or : detail::logical_rule {
+struct logical_or_op : detail::logical_rule {
   static constexpr const char* name = "logical_or";
   TANDEM_HOST_DEVICE bool operator()(bool a, bool b) const { return a || b; }
 };
-struct logical_xor : detail::logical_rule {
+struct logical_xor_op : detail::logical_rule {
   static constexpr const char* name = "logical_xor";
   TANDEM_HOST_DEVICE bool operator()(bool a, bool b) const { return a != b; }
 };
-struct logical_not : detail::logical_rule {
+struct logical_not_op : detail::logical_rule {
   static constexpr const char* name = "logical_not";
   TANDEM_HOST_DEVICE bool operator()(bool a) const { return !a; }
 };
 // where(c, a, b): a where c holds, b elsewhere. The condition is computed as
 // bool; the values in the promoted type of a and b.
-struct where {
+struct where_op {
   static constexpr const char* name = "where";
   static constexpr bool vectorizable = false;
   template <class Cond, class... T>
@@ -59,28 +59,39 @@ struct where {
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& c, const V& a, const V& b) const {
     return c != V(0) ? a : b;
   }
+  template <std::size_t I, class G, class Y, class C, class A, class B>
+  auto derivative(const G& g, const Y&, const C& c, const A&, const B&) const {
+    if constexpr (I == 1) return where(c, g, 0);
+    else return where(c, 0, g);
+  }
 };
-struct clamp : detail::same_type_rule {
+// The gradient goes to x inside [low, high], to a bound where it binds.
+struct clamp_op : detail::same_type_rule {
   static constexpr const char* name = "clamp";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x, const V& low, const V& high) const {
     return detail::math::minimum(detail::math::maximum(x, low), high);
   }
+  template <std::size_t I, class G, class Y, class X, class L, class H>
+  auto derivative(const G& g, const Y&, const X& x, const L& low, const H& high) const {
+    if constexpr (I == 0) return where(logical_and(x >= low, x <= high), g, 0);
+    else if constexpr (I == 1) return where(x < low, g, 0);
+    else return where(x > high, g, 0);
+  }
 };
 
-}  // namespace op
 
 template <class A, class B> requires detail::elementwise_operands<A, B>
-auto eq(const A& a, const B& b) { return detail::map(op::eq{}, a, b); }
+auto eq(const A& a, const B& b) { return detail::map(eq_op{}, a, b); }
 template <class A, class B> requires detail::elementwise_operands<A, B>
-auto ne(const A& a, const B& b) { return detail::map(op::ne{}, a, b); }
+auto ne(const A& a, const B& b) { return detail::map(ne_op{}, a, b); }
 template <class A, class B> requires detail::elementwise_operands<A, B>
-auto lt(const A& a, const B& b) { return detail::map(op::lt{}, a, b); }
+auto lt(const A& a, const B& b) { return detail::map(lt_op{}, a, b); }
 template <class A, class B> requires detail::elementwise_operands<A, B>
-auto le(const A& a, const B& b) { return detail::map(op::le{}, a, b); }
+auto le(const A& a, const B& b) { return detail::map(le_op{}, a, b); }
 template <class A, class B> requires detail::elementwise_operands<A, B>
-auto gt(const A& a, const B& b) { return detail::map(op::gt{}, a, b); }
+auto gt(const A& a, const B& b) { return detail::map(gt_op{}, a, b); }
 template <class A, class B> requires detail::elementwise_operands<A, B>
-auto ge(const A& a, const B& b) { return detail::map(op::ge{}, a, b); }
+auto ge(const A& a, const B& b) { return detail::map(ge_op{}, a, b); }
 
 template <class A, class B> requires detail::elementwise_operands<A, B>
 auto operator==(const A& a, const B& b) { return eq(a, b); }
@@ -96,20 +107,20 @@ template <class A, class B> requires detail::elementwise_operands<A, B>
 auto operator>=(const A& a, const B& b) { return ge(a, b); }
 
 template <class A, class B> requires detail::elementwise_operands<A, B>
-auto logical_and(const A& a, const B& b) { return detail::map(op::logical_and{}, a, b); }
+auto logical_and(const A& a, const B& b) { return detail::map(logical_and_op{}, a, b); }
 template <class A, class B> requires detail::elementwise_operands<A, B>
-auto logical_or(const A& a, const B& b) { return detail::map(op::logical_or{}, a, b); }
+auto logical_or(const A& a, const B& b) { return detail::map(logical_or_op{}, a, b); }
 template <class A, class B> requires detail::elementwise_operands<A, B>
-auto logical_xor(const A& a, const B& b) { return detail::map(op::logical_xor{}, a, b); }
+auto logical_xor(const A& a, const B& b) { return detail::map(logical_xor_op{}, a, b); }
 template <element T>
-auto logical_not(const tensor<T>& x) { return detail::map(op::logical_not{}, x); }
+auto logical_not(const tensor<T>& x) { return detail::map(logical_not_op{}, x); }
 
 // where(cond, a, b) with a and b tensors or scalars, all broadcast together.
 template <class A, class B> requires detail::elementwise_operands<tensor<bool>, A, B>
-auto where(const tensor<bool>& cond, const A& a, const B& b) { return detail::map(op::where{}, cond, a, b); }
+auto where(const tensor<bool>& cond, const A& a, const B& b) { return detail::map(where_op{}, cond, a, b); }
 
 // Each element limited to [low, high]; bounds are scalars or tensors.
 template <element T, class L, class H> requires detail::elementwise_operands<tensor<T>, L, H>
-auto clamp(const tensor<T>& x, const L& low, const H& high) { return detail::map(op::clamp{}, x, low, high); }
+auto clamp(const tensor<T>& x, const L& low, const H& high) { return detail::map(clamp_op{}, x, low, high); }
 
 }  // namespace tandem

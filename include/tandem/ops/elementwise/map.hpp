@@ -47,9 +47,10 @@ template <class X>
 struct tensor_element {
   using type = void;
 };
-template <class T>
-struct tensor_element<tensor<T>> {
-  using type = T;
+template <class X>
+  requires is_tensor_v<X>
+struct tensor_element<X> {
+  using type = typename X::value_type;
 };
 
 // The promoted element type of the tensor operands among Xs.
@@ -61,9 +62,10 @@ struct tensors_promoted<> {
 };
 template <class X, class... Rest>
 struct tensors_promoted<X, Rest...> : tensors_promoted<Rest...> {};
-template <class T, class... Rest>
-struct tensors_promoted<tensor<T>, Rest...> {
-  using type = promote_t<T, typename tensors_promoted<Rest...>::type>;
+template <class X, class... Rest>
+  requires is_tensor_v<X>
+struct tensors_promoted<X, Rest...> {
+  using type = promote_t<typename X::value_type, typename tensors_promoted<Rest...>::type>;
 };
 
 // The element type an operand takes part with: its own for a tensor, the
@@ -93,6 +95,12 @@ template <class E, class X>
 operand<E> make_operand(const X& x, const E& held, const shape& out) {
   if constexpr (is_tensor_v<X>) return {x.data(), broadcast_strides(x, out)};
   else return {&held, dims(out.size(), 0)};
+}
+
+template <class E, class X>
+const auto& as_recorded_operand(const X& x, const E& held) {
+  if constexpr (is_tensor_v<X>) return x;
+  else return held;
 }
 
 template <class E, class X>
@@ -136,10 +144,23 @@ auto map(const Op& op, const X&... x) {
   std::apply(
       [&](const auto&... h) {
         elementwise<R, C>(op, out_shape, out.data(), contiguous_strides(out_shape), make_operand(x, h, out_shape)...);
+        // Scalars are recorded as converted (one node type per op, not one
+        // per C++ scalar type the caller happened to write).
+        record(op, out, as_recorded_operand(x, h)...);
       },
       held);
   return out;
 }
 
 }  // namespace detail
+
+// Applies a user-defined elementwise op (a struct like those in tandem::op:
+// a name, a type rule, operator() for scalars and SIMD batches, and
+// optionally derivative<I>) to broadcast tensors and scalars.
+template <class Op, class... X>
+  requires detail::elementwise_operands<X...>
+auto elementwise(const Op& op, const X&... x) {
+  return detail::map(op, x...);
+}
+
 }  // namespace tandem

@@ -1,90 +1,131 @@
 #pragma once
-// Unary math: abs sign square exp log log1p expm1 sqrt rsqrt sin cos, and the
-// predicates isnan isinf isfinite.
+// Unary math: abs sign square exp log log1p expm1 sqrt rsqrt sin cos erf
+// erfc, and the predicates isnan isinf isfinite. Each op: name, type rule,
+// element math, derivative rule (what it saves for backward is declared:
+// inputs by default, the output where the rule reads it instead).
+
+#include <cstddef>
+#include <numbers>
 
 #include "tandem/detail/math.hpp"
 #include "tandem/ops/elementwise/map.hpp"
 
 namespace tandem {
-namespace op {
 
-struct abs : detail::same_type_rule {
+struct abs_op : detail::same_type_rule {
   static constexpr const char* name = "abs";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::abs(x); }
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X& x) const { return g * sign(x); }
 };
-// -1, 0 or 1; NaN stays NaN and -0 stays -0.
-struct sign : detail::same_type_rule {
+// -1, 0 or 1; NaN stays NaN and -0 stays -0. Its gradient is zero.
+struct sign_op : detail::same_type_rule {
   static constexpr const char* name = "sign";
+  static constexpr bool saves_inputs = false;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const {
     return detail::math::select(x > V(0), V(1), detail::math::select(x < V(0), V(-1), x));
   }
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X&) const { return g * 0; }
 };
-struct square : detail::same_type_rule {
+struct square_op : detail::same_type_rule {
   static constexpr const char* name = "square";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return x * x; }
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X& x) const { return g * x * 2; }
 };
-struct exp : detail::floating_rule {
+struct exp_op : detail::floating_rule {
   static constexpr const char* name = "exp";
+  static constexpr bool saves_inputs = false, saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::exp(x); }
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y& y, const X&) const { return g * y; }
 };
-struct log : detail::floating_rule {
+struct log_op : detail::floating_rule {
   static constexpr const char* name = "log";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::log(x); }
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X& x) const { return g / x; }
 };
-struct log1p : detail::floating_rule {
+struct log1p_op : detail::floating_rule {
   static constexpr const char* name = "log1p";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::log1p(x); }
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X& x) const { return g / (x + 1); }
 };
-struct expm1 : detail::floating_rule {
+struct expm1_op : detail::floating_rule {
   static constexpr const char* name = "expm1";
+  static constexpr bool saves_inputs = false, saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::expm1(x); }
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y& y, const X&) const { return g * (y + 1); }
 };
-struct sqrt : detail::floating_rule {
+struct sqrt_op : detail::floating_rule {
   static constexpr const char* name = "sqrt";
+  static constexpr bool saves_inputs = false, saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::sqrt(x); }
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y& y, const X&) const { return g * 0.5 / y; }
 };
-struct rsqrt : detail::floating_rule {
+struct rsqrt_op : detail::floating_rule {
   static constexpr const char* name = "rsqrt";
+  static constexpr bool saves_inputs = false, saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return V(1) / detail::math::sqrt(x); }
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y& y, const X&) const { return g * y * y * y * -0.5; }
 };
-struct sin : detail::floating_rule {
+struct sin_op : detail::floating_rule {
   static constexpr const char* name = "sin";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::sin(x); }
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X& x) const { return g * cos(x); }
 };
-struct cos : detail::floating_rule {
+struct cos_op : detail::floating_rule {
   static constexpr const char* name = "cos";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::cos(x); }
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X& x) const { return -(g * sin(x)); }
 };
-struct isnan : detail::predicate_rule {
+struct erf_op : detail::floating_rule {
+  static constexpr const char* name = "erf";
+  template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::erf(x); }
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X& x) const { return g * exp(-square(x)) * std::numbers::inv_sqrtpi * 2; }
+};
+struct erfc_op : detail::floating_rule {
+  static constexpr const char* name = "erfc";
+  template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::erfc(x); }
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X& x) const { return g * exp(-square(x)) * (-std::numbers::inv_sqrtpi * 2); }
+};
+struct isnan_op : detail::predicate_rule {
   static constexpr const char* name = "isnan";
   template <class V> TANDEM_HOST_DEVICE bool operator()(const V& x) const { return x != x; }
 };
-struct isinf : detail::predicate_rule {
+struct isinf_op : detail::predicate_rule {
   static constexpr const char* name = "isinf";
-  template <class V> TANDEM_HOST_DEVICE bool operator()(const V& x) const {
-    return x == x && x - x != x - x;
-  }
+  template <class V> TANDEM_HOST_DEVICE bool operator()(const V& x) const { return x == x && x - x != x - x; }
 };
-struct isfinite : detail::predicate_rule {
+struct isfinite_op : detail::predicate_rule {
   static constexpr const char* name = "isfinite";
   template <class V> TANDEM_HOST_DEVICE bool operator()(const V& x) const { return x - x == x - x; }
 };
 
-}  // namespace op
-
-template <element T> auto abs(const tensor<T>& x) { return detail::map(op::abs{}, x); }
-template <element T> auto sign(const tensor<T>& x) { return detail::map(op::sign{}, x); }
-template <element T> auto square(const tensor<T>& x) { return detail::map(op::square{}, x); }
-template <element T> auto exp(const tensor<T>& x) { return detail::map(op::exp{}, x); }
-template <element T> auto log(const tensor<T>& x) { return detail::map(op::log{}, x); }
-template <element T> auto log1p(const tensor<T>& x) { return detail::map(op::log1p{}, x); }
-template <element T> auto expm1(const tensor<T>& x) { return detail::map(op::expm1{}, x); }
-template <element T> auto sqrt(const tensor<T>& x) { return detail::map(op::sqrt{}, x); }
-template <element T> auto rsqrt(const tensor<T>& x) { return detail::map(op::rsqrt{}, x); }
-template <element T> auto sin(const tensor<T>& x) { return detail::map(op::sin{}, x); }
-template <element T> auto cos(const tensor<T>& x) { return detail::map(op::cos{}, x); }
-template <element T> auto isnan(const tensor<T>& x) { return detail::map(op::isnan{}, x); }
-template <element T> auto isinf(const tensor<T>& x) { return detail::map(op::isinf{}, x); }
-template <element T> auto isfinite(const tensor<T>& x) { return detail::map(op::isfinite{}, x); }
+template <element T> auto abs(const tensor<T>& x) { return detail::map(abs_op{}, x); }
+template <element T> auto sign(const tensor<T>& x) { return detail::map(sign_op{}, x); }
+template <element T> auto square(const tensor<T>& x) { return detail::map(square_op{}, x); }
+template <element T> auto exp(const tensor<T>& x) { return detail::map(exp_op{}, x); }
+template <element T> auto log(const tensor<T>& x) { return detail::map(log_op{}, x); }
+template <element T> auto log1p(const tensor<T>& x) { return detail::map(log1p_op{}, x); }
+template <element T> auto expm1(const tensor<T>& x) { return detail::map(expm1_op{}, x); }
+template <element T> auto sqrt(const tensor<T>& x) { return detail::map(sqrt_op{}, x); }
+template <element T> auto rsqrt(const tensor<T>& x) { return detail::map(rsqrt_op{}, x); }
+template <element T> auto sin(const tensor<T>& x) { return detail::map(sin_op{}, x); }
+template <element T> auto cos(const tensor<T>& x) { return detail::map(cos_op{}, x); }
+template <element T> auto erf(const tensor<T>& x) { return detail::map(erf_op{}, x); }
+template <element T> auto erfc(const tensor<T>& x) { return detail::map(erfc_op{}, x); }
+template <element T> auto isnan(const tensor<T>& x) { return detail::map(isnan_op{}, x); }
+template <element T> auto isinf(const tensor<T>& x) { return detail::map(isinf_op{}, x); }
+template <element T> auto isfinite(const tensor<T>& x) { return detail::map(isfinite_op{}, x); }
 
 }  // namespace tandem
