@@ -100,7 +100,7 @@ std::shared_ptr<node> edge_of(const X& x) {
     auto& meta = x.autograd();
     if (meta->grad_fn) return meta->grad_fn;
     using T = typename X::value_type;
-    if (!meta->accumulator) meta->accumulator = std::make_shared<leaf_accumulator<T>>(meta);
+    if (!meta->accumulator) meta->accumulator = make_cached<leaf_accumulator<T>>(meta);
     return meta->accumulator;
   } else {
     return nullptr;
@@ -191,7 +191,7 @@ class op_node final : public typed_node<R> {
     } else {
       tensor<R> y = output_.unpack(Op::name);
       if (context.create_graph) {
-        y.autograd() = std::make_shared<autograd_meta<R>>();
+        y.autograd() = make_cached<autograd_meta<R>>();
         y.autograd()->requires_grad = true;
         y.autograd()->grad_fn = this->shared_from_this();
       }
@@ -239,9 +239,9 @@ void record(const Op& op, tensor<R>& out, const X&... x) {
     if (!is_grad_enabled() || !(input_requires_grad(x) || ...)) return;
     if constexpr (has_derivative_rule<Op, tensor<R>, X...>) {
       std::vector<std::shared_ptr<node>> edges{edge_of(x)...};
-      auto n = std::make_shared<op_node<Op, R, typename as_recorded<X>::type...>>(
+      auto n = make_cached<op_node<Op, R, typename as_recorded<X>::type...>>(
           std::move(edges), op, out, static_cast<const typename as_recorded<X>::type&>(x)...);
-      out.autograd() = std::make_shared<autograd_meta<R>>();
+      out.autograd() = make_cached<autograd_meta<R>>();
       out.autograd()->requires_grad = true;
       out.autograd()->grad_fn = std::move(n);
     } else {

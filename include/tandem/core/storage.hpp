@@ -48,7 +48,7 @@ class storage {
   std::uint64_t version_ = 0;
 };
 
-inline std::shared_ptr<storage> allocate_storage(std::size_t bytes) { return std::make_shared<storage>(bytes); }
+inline std::shared_ptr<storage> allocate_storage(std::size_t bytes) { return make_cached<storage>(bytes); }
 
 // The storage of every default-constructed (empty) tensor.
 inline const std::shared_ptr<storage>& empty_storage() {

@@ -322,7 +322,7 @@ class tensor {
     if (meta_ && meta_->grad_fn)
       throw error("tandem::set_requires_grad: a tensor computed from others (by " + meta_->grad_fn->name() +
                   ") already follows its inputs; call detach() first");
-    if (!meta_) meta_ = std::make_shared<detail::autograd_meta<T>>();
+    if (!meta_) meta_ = detail::make_cached<detail::autograd_meta<T>>();
     meta_->requires_grad = on;
     return *this;
   }

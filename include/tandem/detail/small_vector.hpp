@@ -43,7 +43,8 @@ class small_vector {
   void assign(It first, It last) {
     size_ = 0;
     reserve(static_cast<std::size_t>(std::distance(first, last)));
-    for (; first != last; ++first) data()[size_++] = static_cast<T>(*first);
+    T* out = data();
+    for (; first != last; ++first) out[size_++] = static_cast<T>(*first);
   }
 
   void reserve(std::size_t n) {
@@ -56,7 +57,7 @@ class small_vector {
   }
   void resize(std::size_t n, T value = T{}) {
     reserve(n);
-    for (std::size_t i = size_; i < n; ++i) data()[i] = value;
+    std::fill(data() + size_, data() + n, value);
     size_ = n;
   }
   void push_back(T value) {
@@ -107,7 +108,7 @@ class small_vector {
     }
   }
 
-  std::array<T, N> inline_{};
+  std::array<T, N> inline_;  // only the first size_ elements are ever read
   std::unique_ptr<T[]> heap_;
   std::size_t size_ = 0;
   std::size_t capacity_ = N;

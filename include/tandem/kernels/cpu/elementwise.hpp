@@ -150,6 +150,22 @@ void run_row(const Op& op, std::int64_t n, R* out, std::int64_t out_stride, std:
   scalar_row<R, C>(op, n, out, out_stride, in, stride, seq);
 }
 
+// The common case without index arithmetic: out and every input contiguous
+// over the same n elements, or (stride 0) one value broadcast to all.
+template <class T>
+struct flat_operand {
+  const T* data;
+  std::int64_t stride;
+};
+
+template <class R, class C, class Op, class... In>
+void elementwise_flat(const Op& op, std::int64_t n, R* out, const flat_operand<In>&... in) {
+  const std::array<std::int64_t, sizeof...(In)> stride{in.stride...};
+  parallel_for(n, elementwise_grain, [&](std::int64_t begin, std::int64_t end) {
+    run_row<R, C>(op, end - begin, out + begin, 1, std::tuple<const In*...>{in.data + begin * in.stride...}, stride);
+  });
+}
+
 // out[i] = R(op(C(in_0[i]), ..., C(in_k[i]))) over `extent`, with out and
 // each input addressed through its own strides.
 template <class R, class C, class Op, class... In>

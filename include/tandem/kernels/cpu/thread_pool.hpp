@@ -58,15 +58,15 @@ class thread_pool {
   }
 
   static thread_pool& instance() {
+    if (thread_pool* pool = current().load(std::memory_order_acquire)) return *pool;
     std::lock_guard lock(instance_mutex());
-    auto& pool = instance_slot();
-    if (!pool) pool = std::make_unique<thread_pool>(default_threads());
-    return *pool;
+    if (!instance_slot()) replace(default_threads());
+    return *instance_slot();
   }
 
   static void resize(int threads) {
     std::lock_guard lock(instance_mutex());
-    instance_slot() = std::make_unique<thread_pool>(threads > 0 ? threads : default_threads());
+    replace(threads > 0 ? threads : default_threads());
   }
 
  private:
@@ -84,6 +84,16 @@ class thread_pool {
   static std::unique_ptr<thread_pool>& instance_slot() {
     static std::unique_ptr<thread_pool> pool;
     return pool;
+  }
+  // The pool in use, read without the lock on every kernel call.
+  static std::atomic<thread_pool*>& current() {
+    static std::atomic<thread_pool*> pool{nullptr};
+    return pool;
+  }
+  static void replace(int threads) {
+    current().store(nullptr, std::memory_order_release);
+    instance_slot() = std::make_unique<thread_pool>(threads);
+    current().store(instance_slot().get(), std::memory_order_release);
   }
   static bool& inside_worker() {
     thread_local bool flag = false;
@@ -165,6 +175,10 @@ class thread_pool {
 
 template <class Body>
 void parallel_for(std::int64_t n, std::int64_t grain, const Body& body) {
+  if (n <= grain) {
+    if (n > 0) body(std::int64_t{0}, n);
+    return;
+  }
   thread_pool::instance().parallel_for(n, grain, body);
 }
 

@@ -131,6 +131,28 @@ shape broadcast_all(const X&... x) {
   return out;
 }
 
+// The shape shared by all tensor operands when each is contiguous: then no
+// broadcasting or stride arithmetic is needed.
+template <class... X>
+const shape* common_contiguous_shape(const X&... x) {
+  const shape* common = nullptr;
+  bool plain = true;
+  auto visit = [&](const auto& operand) {
+    if constexpr (is_tensor_v<std::decay_t<decltype(operand)>>) {
+      if (!common) common = &operand.shape();
+      plain = plain && operand.is_contiguous() && operand.shape() == *common;
+    }
+  };
+  (visit(x), ...);
+  return plain ? common : nullptr;
+}
+
+template <class E, class X>
+flat_operand<E> make_flat_operand(const X& x, const E& held) {
+  if constexpr (is_tensor_v<X>) return {x.data(), 1};
+  else return {&held, 0};
+}
+
 // Applies `op` elementwise to broadcast operands; returns a fresh tensor.
 template <class Op, class... X>
   requires elementwise_operands<X...>
@@ -138,9 +160,19 @@ auto map(const Op& op, const X&... x) {
   using base = typename tensors_promoted<X...>::type;
   using C = typename Op::template compute<operand_element<base, X>...>;
   using R = typename Op::template result<operand_element<base, X>...>;
+  std::tuple<operand_element<base, X>...> held{hold_scalar<operand_element<base, X>>(x)...};
+  if (const shape* common = common_contiguous_shape(x...)) {
+    tensor<R> out(*common);
+    std::apply(
+        [&](const auto&... h) {
+          elementwise_flat<R, C>(op, out.numel(), out.data(), make_flat_operand(x, h)...);
+          record(op, out, as_recorded_operand(x, h)...);
+        },
+        held);
+    return out;
+  }
   shape out_shape = broadcast_all<Op>(x...);
   tensor<R> out(out_shape);
-  std::tuple<operand_element<base, X>...> held{hold_scalar<operand_element<base, X>>(x)...};
   std::apply(
       [&](const auto&... h) {
         elementwise<R, C>(op, out_shape, out.data(), contiguous_strides(out_shape), make_operand(x, h, out_shape)...);
