@@ -2,7 +2,8 @@
 // autograd_libtorch.cpp, linked into the same binary when libtorch is found):
 //   op_*       one op on tiny tensors (1 and 16 floats), plain and recorded
 //   chain_*    forward + backward of an 8-op elementwise chain on 1M floats,
-//              beside a hand-written loop computing value and adjoint in one pass
+//              beside a hand-written SIMD loop computing value and adjoint in
+//              one pass; all three on one thread
 //   mlp_step   one SGD step of a 784-256-256-10 MLP on a batch of 128
 //
 //   ./build/release/bench/bench_autograd --benchmark_min_time=1
@@ -32,6 +33,7 @@ auto chain(const X& x) {
 }
 
 void chain_tandem(benchmark::State& state) {
+  set_num_threads(1);
   generator gen(1);
   tensor<float> x = uniform({state.range(0)}, -1, 1, gen);
   x.set_requires_grad();
@@ -40,27 +42,34 @@ void chain_tandem(benchmark::State& state) {
     x.zero_grad();
   }
   state.SetItemsProcessed(state.iterations() * state.range(0));
+  set_num_threads(0);
 }
 
-// Value and d/dx of the same chain in one pass: what a fused adjoint costs.
+// Value and d/dx of the same chain in one SIMD pass over memory, written by
+// hand with the same vector math: what a fused adjoint costs.
 void chain_hand(benchmark::State& state) {
+  using batch = detail::simd::batch<float>;
+  constexpr std::int64_t w = batch::size;
+  namespace math = detail::math;
   generator gen(1);
-  tensor<float> x = uniform({state.range(0)}, -1, 1, gen);
-  tensor<float> dx = zeros({state.range(0)});
+  const std::int64_t n = state.range(0);
+  tensor<float> x = uniform({n}, -1, 1, gen);
+  tensor<float> dx = zeros({n});
   for (auto _ : state) {
     const float* px = x.data();
     float* pd = dx.data();
-    float total = 0;
-    for (std::int64_t i = 0; i < state.range(0); ++i) {
-      float v = px[i], e = std::exp(v * 0.5f), a = e * v + 1.0f, s = 1 / (1 + std::exp(-a)), t = std::tanh(v);
+    batch total(0.0f), one(1.0f), half(0.5f);
+    for (std::int64_t i = 0; i + w <= n; i += w) {
+      batch v = batch::load_unaligned(px + i), e = math::exp(v * half), a = e * v + one;
+      batch s = one / (one + math::exp(-a)), t = math::tanh(v);
       total += s * t - v;
-      float ds = s * (1 - s), da = ds * t, dv = da * (e * 0.5f * v + e) + s * (1 - t * t) - 1;
-      pd[i] = dv;
+      batch ds = s * (one - s);
+      (ds * t * (e * half * v + e) + s * (one - t * t) - one).store_unaligned(pd + i);
     }
-    benchmark::DoNotOptimize(total);
+    benchmark::DoNotOptimize(detail::simd::reduce_add(total));
     benchmark::ClobberMemory();
   }
-  state.SetItemsProcessed(state.iterations() * state.range(0));
+  state.SetItemsProcessed(state.iterations() * n);
 }
 
 void mlp_step_tandem(benchmark::State& state) {

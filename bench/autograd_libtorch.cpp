@@ -18,6 +18,7 @@ void op_libtorch_plain(benchmark::State& state) { torch_op(state, false); }
 void op_libtorch_recorded(benchmark::State& state) { torch_op(state, true); }
 
 void chain_libtorch(benchmark::State& state) {
+  torch::set_num_threads(1);
   torch::manual_seed(1);
   auto x = torch::rand({state.range(0)}).mul_(2).sub_(1).requires_grad_(true);
   for (auto _ : state) {

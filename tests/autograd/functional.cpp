@@ -39,6 +39,8 @@ TEST_CASE("choosing arguments and parameters") {
   CHECK_FALSE(w.has_grad());
   auto unused = grad([](const tensor<double>&, const tensor<double>& q) { return sum(q); }, args<0>)(a, b);
   CHECK(unused.to_vector() == std::vector<double>{0, 0});
+  CHECK(grad(f)(w, b).to_vector() == std::vector<double>{30, 80});
+  CHECK_FALSE(w.has_grad());
 }
 
 TEST_CASE("value_and_grad, sensitivities and auxiliary outputs") {

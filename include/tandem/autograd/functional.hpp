@@ -17,7 +17,6 @@
 // another grad), the backward is itself recorded, so grad composes:
 // grad(grad(f)) is the second derivative.
 
-#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <optional>
@@ -130,29 +129,30 @@ struct gradient_function {
     static_assert(((P < count) && ...), "tandem::grad: args<...> names a position beyond the function's arguments");
     auto chosen = [](std::size_t i) { return ((i == P) || ...); };
 
-    // Chosen arguments become fresh leaves, unless they already take part in
-    // an enclosing differentiation: then the backward must be recorded.
+    // Chosen arguments become fresh leaves. One that already requires a
+    // gradient (inside an enclosing grad, or a parameter) enters through a
+    // recorded alias instead: its gradient is taken at the alias, apart from
+    // any other use of the same tensor, and the backward is recorded so that
+    // an enclosing grad can differentiate it.
+    enable_grad recording;
     bool nested = false;
     auto prepare = [&](std::size_t i, const auto& x) {
-      using X = std::decay_t<decltype(x)>;
+      using X = typename as_recorded<std::decay_t<decltype(x)>>::type;
       if constexpr (is_floating_tensor<X>) {
-        if (!chosen(i)) return x;
+        if (!chosen(i)) return X(x);
         if (x.requires_grad()) {
           nested = true;
-          return x;
+          return x.reshape(x.shape());
         }
         X leaf = x.detach();
         leaf.set_requires_grad(true);
         return leaf;
       } else {
-        return x;
+        return X(x);
       }
     };
     auto inputs = std::make_tuple(prepare(I, std::get<I>(arguments))...);
-    auto result = [&] {
-      enable_grad recording;
-      return std::apply(f, inputs);
-    }();
+    auto result = std::apply(f, inputs);
     const auto& output = [&]() -> const auto& {
       if constexpr (aux) return std::get<0>(result);
       else return result;

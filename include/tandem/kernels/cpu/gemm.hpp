@@ -94,6 +94,29 @@ void micro_kernel(std::int64_t kc, const T* a, const T* b, T* c, std::int64_t ld
       c[i * ldc + j] = overwrite ? tile[i * G::nr + j] : c[i * ldc + j] + tile[i * G::nr + j];
 }
 
+// Packs a W-wide panel, `depth` deep, as out[d * W + w]: for B (rows_of_a
+// false) w runs over `count` columns from `col` and d over rows from `row`;
+// for A (rows_of_a true) w runs over `count` rows from `row` and d over
+// columns from `col`. Missing lanes are zero. Where w is the contiguous
+// direction of the source, whole lanes are copied at once.
+template <std::int64_t W, class T>
+void pack_panel(const strided_matrix<T>& m, std::int64_t row, std::int64_t col, std::int64_t depth, std::int64_t count,
+                T* out, bool rows_of_a) {
+  const std::int64_t lane_stride = rows_of_a ? m.row_stride : m.col_stride;
+  const std::int64_t depth_stride = rows_of_a ? m.col_stride : m.row_stride;
+  const T* base = m.data + row * m.row_stride + col * m.col_stride;
+  if (lane_stride == 1 && count == W) {
+    for (std::int64_t d = 0; d < depth; ++d) std::copy_n(base + d * depth_stride, W, out + d * W);
+    return;
+  }
+  for (std::int64_t d = 0; d < depth; ++d) {
+    const T* from = base + d * depth_stride;
+    std::int64_t w = 0;
+    for (; w < count; ++w) out[d * W + w] = from[w * lane_stride];
+    for (; w < W; ++w) out[d * W + w] = T(0);
+  }
+}
+
 template <class T>
 std::vector<T, xsimd::aligned_allocator<T, 64>>& packing_buffer(int which) {
   thread_local std::vector<T, xsimd::aligned_allocator<T, 64>> buffers[2];
@@ -109,36 +132,32 @@ void gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
     for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
     return;
   }
+  // Blocks of equal depth and height (within one MR): no thin remainder
+  // block, which would run the micro-kernel at a fraction of its speed.
+  const std::int64_t k_block = (k + (k + G::kc - 1) / G::kc - 1) / ((k + G::kc - 1) / G::kc);
+  const std::int64_t row_blocks = (m + G::mc - 1) / G::mc;
+  const std::int64_t m_block = ((m + row_blocks - 1) / row_blocks + G::mr - 1) / G::mr * G::mr;
   auto& packed_b = packing_buffer<T>(0);
   for (std::int64_t jc = 0; jc < n; jc += G::nc) {
     std::int64_t nc = std::min(G::nc, n - jc);
     std::int64_t panels_b = (nc + G::nr - 1) / G::nr;
-    for (std::int64_t pc = 0; pc < k; pc += G::kc) {
-      std::int64_t kc = std::min(G::kc, k - pc);
+    for (std::int64_t pc = 0; pc < k; pc += k_block) {
+      std::int64_t kc = std::min(k_block, k - pc);
       packed_b.resize(static_cast<std::size_t>(panels_b * G::nr * kc));
       T* pb = packed_b.data();
       parallel_for(panels_b, 4, [&](std::int64_t first, std::int64_t last) {
-        for (std::int64_t p = first; p < last; ++p)
-          for (std::int64_t kk = 0; kk < kc; ++kk)
-            for (std::int64_t j = 0; j < G::nr; ++j) {
-              std::int64_t col = p * G::nr + j;
-              pb[(p * kc + kk) * G::nr + j] = col < nc ? b(pc + kk, jc + col) : T(0);
-            }
+        for (std::int64_t p = first; p < last; ++p) pack_panel<G::nr>(b, pc, jc + p * G::nr, kc, std::min(G::nr, nc - p * G::nr), pb + p * kc * G::nr, false);
       });
-      std::int64_t row_blocks = (m + G::mc - 1) / G::mc;
       parallel_for(row_blocks, 1, [&](std::int64_t first, std::int64_t last) {
         auto& packed_a = packing_buffer<T>(1);
         for (std::int64_t block = first; block < last; ++block) {
-          std::int64_t ic = block * G::mc, mc = std::min(G::mc, m - ic);
+          std::int64_t ic = block * m_block, mc = std::min(m_block, m - ic);
+          if (mc <= 0) continue;
           std::int64_t panels_a = (mc + G::mr - 1) / G::mr;
           packed_a.resize(static_cast<std::size_t>(panels_a * G::mr * kc));
           T* pa = packed_a.data();
           for (std::int64_t p = 0; p < panels_a; ++p)
-            for (std::int64_t kk = 0; kk < kc; ++kk)
-              for (std::int64_t i = 0; i < G::mr; ++i) {
-                std::int64_t row = p * G::mr + i;
-                pa[(p * kc + kk) * G::mr + i] = row < mc ? a(ic + row, pc + kk) : T(0);
-              }
+            pack_panel<G::mr>(a, ic + p * G::mr, pc, kc, std::min(G::mr, mc - p * G::mr), pa + p * kc * G::mr, true);
           for (std::int64_t jp = 0; jp < panels_b; ++jp)
             for (std::int64_t ip = 0; ip < panels_a; ++ip)
               micro_kernel(kc, pa + ip * kc * G::mr, pb + jp * kc * G::nr,
