@@ -128,6 +128,7 @@ template <class T>
 void gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a, strided_matrix<T> b, T* c,
                  std::int64_t ldc) {
   using G = gemm_shape<T>;
+  if (m == 0 || n == 0) return;
   if (k == 0) {
     for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
     return;
