@@ -31,7 +31,9 @@ int main() {
   w.set_requires_grad();
   tensor<float> loss = mean(square(matmul(w * z, y)));
   loss.backward();
-  std::cout << loss << "\n" << w.grad() << "\n";
+  print_options four_digits;
+  four_digits.precision = 4;
+  std::cout << to_string(loss, four_digits) << "\n" << to_string(w.grad(), four_digits) << "\n";
 
   // Gradients of gradients: d2/dt2 sum(t^3) = 6t.
   auto second = grad(grad([](const tensor<double>& t) { return sum(t * t * t); }));
