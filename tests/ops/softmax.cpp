@@ -40,6 +40,20 @@ TEST_CASE_TEMPLATE("softmax and log_softmax along every axis", T, float, double)
   }
 }
 
+TEST_CASE_TEMPLATE("softmax and log_softmax on rows of every tail size", T, float, double) {
+  std::uint64_t seed = 40;
+  for (auto n : test::tail_sizes) {
+    tensor<T> base = test::random_tensor<T>({n}, -30, 30, seed++);
+    std::vector<double> want_log = n ? reference_log_softmax(test::values_of(base)) : std::vector<double>{};
+    std::vector<double> want;
+    for (double v : want_log) want.push_back(std::exp(v));
+    for (auto& [layout, x] : test::layouts(base)) {
+      check_values(log_softmax(x), {n}, want_log, "log_softmax " + layout, 1e-5, 1e-5);
+      check_values(softmax(x), {n}, want, "softmax " + layout, 1e-5, 1e-9);
+    }
+  }
+}
+
 TEST_CASE("softmax takes limits at the extremes") {
   const float inf = std::numeric_limits<float>::infinity();
   tensor<float> x{{80, -80, 0}, {1e4f, -1e4f, 1e4f}, {-inf, 0, 0}, {inf, 1, inf}, {-inf, -inf, -inf}};
