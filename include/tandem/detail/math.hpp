@@ -31,7 +31,6 @@ template <number T> TANDEM_HOST_DEVICE T abs(T x) {
   if constexpr (std::is_unsigned_v<T>) return x;
   else return x < T(0) ? T(-x) : x;
 }
-template <number T> TANDEM_HOST_DEVICE bool is_nan(T x) { return x != x; }
 template <number T> TANDEM_HOST_DEVICE T select(bool c, T a, T b) { return c ? a : b; }
 template <number T> TANDEM_HOST_DEVICE T maximum(T a, T b) {
   if constexpr (std::is_floating_point_v<T>)
@@ -59,10 +58,6 @@ template <class T, class A> xsimd::batch<T, A> abs(const xsimd::batch<T, A>& x) 
 template <class T, class A>
 xsimd::batch<T, A> pow(const xsimd::batch<T, A>& x, const xsimd::batch<T, A>& y) {
   return xsimd::pow(x, y);
-}
-template <class T, class A>
-xsimd::batch_bool<T, A> is_nan(const xsimd::batch<T, A>& x) {
-  return xsimd::isnan(x);
 }
 template <class T, class A>
 xsimd::batch<T, A> select(const xsimd::batch_bool<T, A>& c, const xsimd::batch<T, A>& a,
