@@ -93,6 +93,13 @@ void check_values(const tensor<T>& got, const shape& want_shape, const std::vect
   }
 }
 
+// Checks that two tensors agree: shape and every element.
+template <class T>
+void check_values(const tensor<T>& got, const tensor<T>& want, const std::string& context,
+                  double rel = tolerance<T>::rel, double abs = tolerance<T>::abs) {
+  check_values(got, want.shape(), values_of(want), context, rel, abs);
+}
+
 // Calls f with the multi-index of every element of `s` in row-major order.
 inline void for_each_index(const shape& s, const std::function<void(const std::vector<std::int64_t>&)>& f) {
   std::int64_t n = numel(s);

@@ -68,10 +68,10 @@ struct softplus_op : detail::floating_rule {
 };
 
 
-template <element T> auto tanh(const tensor<T>& x) { return detail::map(tanh_op{}, x); }
-template <element T> auto sigmoid(const tensor<T>& x) { return detail::map(sigmoid_op{}, x); }
-template <element T> auto relu(const tensor<T>& x) { return detail::map(relu_op{}, x); }
-template <element T> auto gelu(const tensor<T>& x) { return detail::map(gelu_op{}, x); }
-template <element T> auto softplus(const tensor<T>& x) { return detail::map(softplus_op{}, x); }
+template <detail::unary_operand X> auto tanh(const X& x) { return detail::map(tanh_op{}, x); }
+template <detail::unary_operand X> auto sigmoid(const X& x) { return detail::map(sigmoid_op{}, x); }
+template <detail::unary_operand X> auto relu(const X& x) { return detail::map(relu_op{}, x); }
+template <detail::unary_operand X> auto gelu(const X& x) { return detail::map(gelu_op{}, x); }
+template <detail::unary_operand X> auto softplus(const X& x) { return detail::map(softplus_op{}, x); }
 
 }  // namespace tandem

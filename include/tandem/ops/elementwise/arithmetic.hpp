@@ -64,8 +64,8 @@ struct pow_op : detail::floating_rule {
   template <std::size_t I, class G, class Y, class A, class B>
   auto derivative(const G& g, const Y& y, const A& a, const B& b) const {
     if constexpr (I == 0) return g * b * pow(a, b - 1);
-    else if constexpr (is_tensor_v<A>) return g * y * log(a);
-    else return g * y * std::log(a);
+    else if constexpr (std::is_arithmetic_v<A>) return g * y * std::log(a);
+    else return g * y * log(a);
   }
 };
 // Where the operands tie, each gets half of the gradient.
@@ -113,9 +113,10 @@ auto maximum(const A& a, const B& b) { return detail::map(maximum_op{}, a, b); }
 template <class A, class B> requires detail::elementwise_operands<A, B>
 auto minimum(const A& a, const B& b) { return detail::map(minimum_op{}, a, b); }
 
-template <element T>
-tensor<T> neg(const tensor<T>& x) {
-  static_assert(!std::is_same_v<T, bool>, "tandem::neg: a bool tensor has no negation; use logical_not");
+template <detail::unary_operand X>
+auto neg(const X& x) {
+  static_assert(!std::is_same_v<typename X::value_type, bool>,
+                "tandem::neg: a bool tensor has no negation; use logical_not");
   return detail::map(neg_op{}, x);
 }
 
@@ -127,8 +128,8 @@ template <class A, class B> requires detail::elementwise_operands<A, B>
 auto operator*(const A& a, const B& b) { return mul(a, b); }
 template <class A, class B> requires detail::elementwise_operands<A, B>
 auto operator/(const A& a, const B& b) { return div(a, b); }
-template <element T>
-tensor<T> operator-(const tensor<T>& x) { return neg(x); }
+template <detail::unary_operand X>
+auto operator-(const X& x) { return neg(x); }
 
 // In place: x op= y writes into x's elements. x may be a temporary view
 // (x.slice(...) *= 2): a tensor is a handle, so the write reaches its storage.

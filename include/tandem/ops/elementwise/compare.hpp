@@ -112,15 +112,16 @@ template <class A, class B> requires detail::elementwise_operands<A, B>
 auto logical_or(const A& a, const B& b) { return detail::map(logical_or_op{}, a, b); }
 template <class A, class B> requires detail::elementwise_operands<A, B>
 auto logical_xor(const A& a, const B& b) { return detail::map(logical_xor_op{}, a, b); }
-template <element T>
-auto logical_not(const tensor<T>& x) { return detail::map(logical_not_op{}, x); }
+template <detail::unary_operand X>
+auto logical_not(const X& x) { return detail::map(logical_not_op{}, x); }
 
 // where(cond, a, b) with a and b tensors or scalars, all broadcast together.
-template <class A, class B> requires detail::elementwise_operands<tensor<bool>, A, B>
-auto where(const tensor<bool>& cond, const A& a, const B& b) { return detail::map(where_op{}, cond, a, b); }
+template <detail::unary_operand Cond, class A, class B>
+  requires std::is_same_v<typename Cond::value_type, bool> && detail::elementwise_operands<Cond, A, B>
+auto where(const Cond& cond, const A& a, const B& b) { return detail::map(where_op{}, cond, a, b); }
 
 // Each element limited to [low, high]; bounds are scalars or tensors.
-template <element T, class L, class H> requires detail::elementwise_operands<tensor<T>, L, H>
-auto clamp(const tensor<T>& x, const L& low, const H& high) { return detail::map(clamp_op{}, x, low, high); }
+template <detail::unary_operand X, class L, class H> requires detail::elementwise_operands<X, L, H>
+auto clamp(const X& x, const L& low, const H& high) { return detail::map(clamp_op{}, x, low, high); }
 
 }  // namespace tandem

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "tandem/core/tensor.hpp"
+#include "tandem/graph/fwd.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
 
 namespace tandem {
@@ -43,12 +44,17 @@ struct logical_rule {
   using result = bool;
 };
 
+// Operands with elements of their own: tensors, and the symbolic values of
+// static graphs.
+template <class X>
+inline constexpr bool has_elements = is_tensor_v<X> || is_symbolic_v<X>;
+
 template <class X>
 struct tensor_element {
   using type = void;
 };
 template <class X>
-  requires is_tensor_v<X>
+  requires has_elements<X>
 struct tensor_element<X> {
   using type = typename X::value_type;
 };
@@ -63,7 +69,7 @@ struct tensors_promoted<> {
 template <class X, class... Rest>
 struct tensors_promoted<X, Rest...> : tensors_promoted<Rest...> {};
 template <class X, class... Rest>
-  requires is_tensor_v<X>
+  requires has_elements<X>
 struct tensors_promoted<X, Rest...> {
   using type = promote_t<typename X::value_type, typename tensors_promoted<Rest...>::type>;
 };
@@ -72,14 +78,19 @@ struct tensors_promoted<X, Rest...> {
 // kind of the tensors beside it for a scalar.
 template <class Base, class X>
 using operand_element =
-    std::conditional_t<is_tensor_v<X>, typename tensor_element<X>::type, with_scalar<Base, X>>;
+    std::conditional_t<has_elements<X>, typename tensor_element<X>::type, with_scalar<Base, X>>;
 
 template <class X>
-concept tensor_or_scalar = is_tensor_v<X> || scalar<X>;
+concept tensor_or_scalar = has_elements<X> || scalar<X>;
 
-// Operands of an elementwise op: tensors or scalars, at least one tensor.
+// Operands of an elementwise op: tensors (or symbolic values) and scalars,
+// at least one of them not a scalar.
 template <class... X>
-concept elementwise_operands = (tensor_or_scalar<X> && ...) && (is_tensor_v<X> || ...);
+concept elementwise_operands = (tensor_or_scalar<X> && ...) && (has_elements<X> || ...);
+
+// The operand of a unary op.
+template <class X>
+concept unary_operand = has_elements<X>;
 
 // The operand's strides over the output's axes: 0 along broadcast axes.
 template <class T>
@@ -153,10 +164,20 @@ flat_operand<E> make_flat_operand(const X& x, const E& held) {
   else return {&held, 0};
 }
 
-// Applies `op` elementwise to broadcast operands; returns a fresh tensor.
+template <class Op, class... X>
+auto eager_map(const Op& op, const X&... x);
+
+// Applies `op` elementwise to broadcast operands: a fresh tensor now, or a
+// node of the static graph being traced when an operand is symbolic.
 template <class Op, class... X>
   requires elementwise_operands<X...>
 auto map(const Op& op, const X&... x) {
+  if constexpr (any_symbolic<X...>) return symbolic_map(op, x...);
+  else return eager_map(op, x...);
+}
+
+template <class Op, class... X>
+auto eager_map(const Op& op, const X&... x) {
   using base = typename tensors_promoted<X...>::type;
   using C = typename Op::template compute<operand_element<base, X>...>;
   using R = typename Op::template result<operand_element<base, X>...>;

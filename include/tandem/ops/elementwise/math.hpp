@@ -111,21 +111,21 @@ struct isfinite_op : detail::predicate_rule {
   template <class V> TANDEM_HOST_DEVICE bool operator()(const V& x) const { return x - x == x - x; }
 };
 
-template <element T> auto abs(const tensor<T>& x) { return detail::map(abs_op{}, x); }
-template <element T> auto sign(const tensor<T>& x) { return detail::map(sign_op{}, x); }
-template <element T> auto square(const tensor<T>& x) { return detail::map(square_op{}, x); }
-template <element T> auto exp(const tensor<T>& x) { return detail::map(exp_op{}, x); }
-template <element T> auto log(const tensor<T>& x) { return detail::map(log_op{}, x); }
-template <element T> auto log1p(const tensor<T>& x) { return detail::map(log1p_op{}, x); }
-template <element T> auto expm1(const tensor<T>& x) { return detail::map(expm1_op{}, x); }
-template <element T> auto sqrt(const tensor<T>& x) { return detail::map(sqrt_op{}, x); }
-template <element T> auto rsqrt(const tensor<T>& x) { return detail::map(rsqrt_op{}, x); }
-template <element T> auto sin(const tensor<T>& x) { return detail::map(sin_op{}, x); }
-template <element T> auto cos(const tensor<T>& x) { return detail::map(cos_op{}, x); }
-template <element T> auto erf(const tensor<T>& x) { return detail::map(erf_op{}, x); }
-template <element T> auto erfc(const tensor<T>& x) { return detail::map(erfc_op{}, x); }
-template <element T> auto isnan(const tensor<T>& x) { return detail::map(isnan_op{}, x); }
-template <element T> auto isinf(const tensor<T>& x) { return detail::map(isinf_op{}, x); }
-template <element T> auto isfinite(const tensor<T>& x) { return detail::map(isfinite_op{}, x); }
+template <detail::unary_operand X> auto abs(const X& x) { return detail::map(abs_op{}, x); }
+template <detail::unary_operand X> auto sign(const X& x) { return detail::map(sign_op{}, x); }
+template <detail::unary_operand X> auto square(const X& x) { return detail::map(square_op{}, x); }
+template <detail::unary_operand X> auto exp(const X& x) { return detail::map(exp_op{}, x); }
+template <detail::unary_operand X> auto log(const X& x) { return detail::map(log_op{}, x); }
+template <detail::unary_operand X> auto log1p(const X& x) { return detail::map(log1p_op{}, x); }
+template <detail::unary_operand X> auto expm1(const X& x) { return detail::map(expm1_op{}, x); }
+template <detail::unary_operand X> auto sqrt(const X& x) { return detail::map(sqrt_op{}, x); }
+template <detail::unary_operand X> auto rsqrt(const X& x) { return detail::map(rsqrt_op{}, x); }
+template <detail::unary_operand X> auto sin(const X& x) { return detail::map(sin_op{}, x); }
+template <detail::unary_operand X> auto cos(const X& x) { return detail::map(cos_op{}, x); }
+template <detail::unary_operand X> auto erf(const X& x) { return detail::map(erf_op{}, x); }
+template <detail::unary_operand X> auto erfc(const X& x) { return detail::map(erfc_op{}, x); }
+template <detail::unary_operand X> auto isnan(const X& x) { return detail::map(isnan_op{}, x); }
+template <detail::unary_operand X> auto isinf(const X& x) { return detail::map(isinf_op{}, x); }
+template <detail::unary_operand X> auto isfinite(const X& x) { return detail::map(isfinite_op{}, x); }
 
 }  // namespace tandem

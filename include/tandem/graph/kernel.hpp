@@ -1,0 +1,131 @@
+#pragma once
+// The fused kernel of one group: a plain struct (its only runtime state is
+// the group's scalars) whose call operator computes the group's value from
+// its leaves on registers, and whose `adjoints` runs the group's derivative
+// rules backwards on the same registers. The CPU runs it with the one
+// elementwise loop; a CUDA kernel can run it per element (it is annotated
+// for host and device and holds no Hana types).
+
+#include <array>
+#include <cstddef>
+#include <tuple>
+#include <utility>
+
+#include "tandem/autograd/derivative.hpp"
+#include "tandem/graph/lane.hpp"
+#include "tandem/graph/structure.hpp"
+
+namespace tandem::detail {
+
+template <class List, std::size_t I>
+using type_at = typename decltype(+hana::at_c<I>(List{}))::type;
+
+template <class Root, class R>
+struct group_kernel {
+  using leaves = group_leaves<Root, R>;
+  using classes_list = std::remove_const_t<decltype(leaves::classes)>;
+  using pure_list = std::remove_const_t<decltype(leaves::pure)>;
+  using constant_list = std::remove_const_t<decltype(leaves::constants)>;
+  using tensor_list = std::remove_const_t<decltype(leaves::tensors)>;
+  using compute_type = typename R::compute_type;
+  static constexpr const char* name = "fused";
+
+  static constexpr std::size_t n_classes = decltype(hana::length(leaves::classes))::value;
+  static constexpr std::size_t n_pure = decltype(hana::length(leaves::pure))::value;
+  static constexpr std::size_t n_constants = decltype(hana::length(leaves::constants))::value;
+  static constexpr std::size_t n_operands = n_pure + decltype(hana::length(leaves::tensors))::value;
+  static constexpr bool vectorizable = [] {
+    bool all = true;
+    hana::for_each(leaves::classes,
+                   [&](auto c) { all = all && fused::vectorizable<typename node_traits<typename decltype(c)::type>::op>(); });
+    return all;
+  }();
+
+  std::array<compute_type, n_constants> constants{};
+
+  template <class V, class... Rest>
+  TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE V operator()(const V& first, const Rest&... rest) const {
+    static_assert(1 + sizeof...(Rest) == n_operands);
+    return values(std::array<V, n_operands>{first, rest...})[n_classes - 1];
+  }
+
+  // The gradients of the group's leaves (in operand order), given the
+  // gradient g of its value.
+  template <class V>
+  TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE std::array<V, n_operands> adjoints(
+      const V& g, const std::array<V, n_operands>& in) const {
+    std::array<V, n_classes> value = values(in);
+    std::array<V, n_classes> adjoint;
+    std::array<V, n_operands> result;
+    adjoint.fill(V(0));
+    result.fill(V(0));
+    adjoint[n_classes - 1] = g;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (back<n_classes - 1 - I>(value, adjoint, result, in), ...);
+    }(std::make_index_sequence<n_classes>{});
+    return result;
+  }
+
+  template <class V>
+  TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE std::array<V, n_classes> values(const std::array<V, n_operands>& in) const {
+    std::array<V, n_classes> value;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((value[I] = compute<I>(value, in)), ...);
+    }(std::make_index_sequence<n_classes>{});
+    return value;
+  }
+
+ private:
+  template <class P>
+  using children_of = typename node_traits<P>::children;
+
+  template <class P, std::size_t K, class V>
+  TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE V read(const std::array<V, n_classes>& value,
+                                                 const std::array<V, n_operands>& in) const {
+    using C = std::tuple_element_t<K, children_of<P>>;
+    if constexpr (fused_into_parent<Root, C>()) return value[index_in<classes_list, C>()];
+    else if constexpr (is_pure<C>) return in[index_in<pure_list, C>()];
+    else if constexpr (node_traits<C>::is_constant) return V(constants[index_in<constant_list, slot<P, K>>()]);
+    else return in[n_pure + index_in<tensor_list, slot<P, K>>()];
+  }
+
+  template <std::size_t I, class V>
+  TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE V compute(const std::array<V, n_classes>& value,
+                                                    const std::array<V, n_operands>& in) const {
+    using P = type_at<classes_list, I>;
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return fused::apply(typename node_traits<P>::op{}, read<P, K>(value, in)...);
+    }(std::make_index_sequence<std::tuple_size_v<children_of<P>>>{});
+  }
+
+  template <std::size_t I, class V>
+  TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE void back(const std::array<V, n_classes>& value, std::array<V, n_classes>& adjoint,
+                                                    std::array<V, n_operands>& result,
+                                                    const std::array<V, n_operands>& in) const {
+    using P = type_at<classes_list, I>;
+    if constexpr (std::is_floating_point_v<typename P::value_type>) {
+      [&]<std::size_t... K>(std::index_sequence<K...>) {
+        (send<P, I, K>(value, adjoint, result, in), ...);
+      }(std::make_index_sequence<std::tuple_size_v<children_of<P>>>{});
+    }
+  }
+
+  template <class P, std::size_t I, std::size_t K, class V>
+  TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE void send(const std::array<V, n_classes>& value,
+                                                    std::array<V, n_classes>& adjoint, std::array<V, n_operands>& result,
+                                                    const std::array<V, n_operands>& in) const {
+    using C = std::tuple_element_t<K, children_of<P>>;
+    if constexpr (std::is_floating_point_v<typename C::value_type> && !node_traits<C>::is_constant) {
+      auto contribution = [&]<std::size_t... J>(std::index_sequence<J...>) {
+        return apply_rule<K>(typename node_traits<P>::op{}, fused::lane<V>{adjoint[I]}, fused::lane<V>{value[I]},
+                             fused::lane<V>{read<P, J>(value, in)}...);
+      }(std::make_index_sequence<std::tuple_size_v<children_of<P>>>{});
+      V g = fused::value_of<V>(contribution);
+      if constexpr (fused_into_parent<Root, C>()) adjoint[index_in<classes_list, C>()] += g;
+      else if constexpr (is_pure<C>) result[index_in<pure_list, C>()] += g;
+      else result[n_pure + index_in<tensor_list, slot<P, K>>()] += g;
+    }
+  }
+};
+
+}  // namespace tandem::detail

@@ -1,0 +1,130 @@
+#pragma once
+// The non-elementwise ops on symbolic values, under the same names as on
+// tensors: reductions, matmul, softmax and friends, and the shape ops. Each
+// becomes an apply node that runs the op's eager kernel (and its eager
+// derivative rule) on materialized operands; elementwise ops need nothing
+// here, they reach the graph through detail::map.
+
+#include <cstdint>
+#include <utility>
+
+#include "tandem/graph/trace.hpp"
+#include "tandem/ops/linalg.hpp"
+#include "tandem/ops/reduce.hpp"
+#include "tandem/ops/shape.hpp"
+#include "tandem/ops/softmax.hpp"
+
+namespace tandem {
+namespace detail {
+
+template <class Fn, class... N>
+auto apply_eager(const char* name, Fn fn, const sym<N>&... x) {
+  using result = std::invoke_result_t<Fn, const tensor<typename N::value_type>&...>;
+  return symbolic_apply<typename result::value_type>(name, std::move(fn), x...);
+}
+
+template <class X>
+auto operand_symbol(const X& x) {
+  return as_symbol<void>(x);
+}
+
+}  // namespace detail
+
+template <class N>
+auto sum(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) {
+  return detail::apply_eager("sum", [ax, keepdims](const auto& t) { return sum(t, ax, keepdims); }, x);
+}
+template <class N>
+auto mean(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) {
+  return detail::apply_eager("mean", [ax, keepdims](const auto& t) { return mean(t, ax, keepdims); }, x);
+}
+template <class N>
+auto prod(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) {
+  return detail::apply_eager("prod", [ax, keepdims](const auto& t) { return prod(t, ax, keepdims); }, x);
+}
+template <class N>
+auto max(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) {
+  return detail::apply_eager("max", [ax, keepdims](const auto& t) { return max(t, ax, keepdims); }, x);
+}
+template <class N>
+auto min(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) {
+  return detail::apply_eager("min", [ax, keepdims](const auto& t) { return min(t, ax, keepdims); }, x);
+}
+template <class N>
+auto argmax(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) {
+  return detail::apply_eager("argmax", [ax, keepdims](const auto& t) { return argmax(t, ax, keepdims); }, x);
+}
+template <class N>
+auto argmin(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) {
+  return detail::apply_eager("argmin", [ax, keepdims](const auto& t) { return argmin(t, ax, keepdims); }, x);
+}
+template <class N>
+auto var(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false, std::int64_t correction = 1) {
+  return detail::apply_eager(
+      "var", [ax, keepdims, correction](const auto& t) { return var(t, ax, keepdims, correction); }, x);
+}
+template <class N>
+auto logsumexp(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) {
+  return detail::apply_eager("logsumexp", [ax, keepdims](const auto& t) { return logsumexp(t, ax, keepdims); }, x);
+}
+template <class N>
+auto sum_to(const sym<N>& x, const shape& target) {
+  return detail::apply_eager("sum_to", [target](const auto& t) { return sum_to(t, target); }, x);
+}
+template <class N>
+auto broadcast_to(const sym<N>& x, const shape& target) {
+  return detail::apply_eager("broadcast_to", [target](const auto& t) { return broadcast_to(t, target); }, x);
+}
+template <class N>
+auto softmax(const sym<N>& x, std::int64_t axis = -1) {
+  return detail::apply_eager("softmax", [axis](const auto& t) { return softmax(t, axis); }, x);
+}
+template <class N>
+auto log_softmax(const sym<N>& x, std::int64_t axis = -1) {
+  return detail::apply_eager("log_softmax", [axis](const auto& t) { return log_softmax(t, axis); }, x);
+}
+
+template <class A, class B>
+  requires detail::any_symbolic<A, B> && detail::has_elements<A> && detail::has_elements<B>
+auto matmul(const A& a, const B& b) {
+  return detail::apply_eager(
+      "matmul", [](const auto& x, const auto& y) { return matmul(x, y); }, detail::operand_symbol(a),
+      detail::operand_symbol(b));
+}
+
+template <class L, class Target, class... Options>
+  requires detail::any_symbolic<L, Target> && detail::has_elements<L> && detail::has_elements<Target>
+auto cross_entropy(const L& logits, const Target& target, const Options&... options) {
+  return detail::apply_eager(
+      "cross_entropy", [options...](const auto& x, const auto& t) { return cross_entropy(x, t, options...); },
+      detail::operand_symbol(logits), detail::operand_symbol(target));
+}
+
+// The view ops, as functions of symbolic values (sym's members call these).
+template <class N>
+auto reshape(const sym<N>& x, const shape& s) {
+  return detail::apply_eager("reshape", [s](const auto& t) { return t.reshape(s); }, x);
+}
+template <class N>
+auto transpose(const sym<N>& x, std::int64_t a, std::int64_t b) {
+  return detail::apply_eager("transpose", [a, b](const auto& t) { return t.transpose(a, b); }, x);
+}
+template <class N>
+auto permute(const sym<N>& x, std::vector<std::int64_t> order) {
+  return detail::apply_eager("permute", [order](const auto& t) { return t.permute(order); }, x);
+}
+template <class N>
+auto unsqueeze(const sym<N>& x, std::int64_t axis) {
+  return detail::apply_eager("unsqueeze", [axis](const auto& t) { return t.unsqueeze(axis); }, x);
+}
+template <class N>
+auto squeeze(const sym<N>& x, std::int64_t axis) {
+  return detail::apply_eager("squeeze", [axis](const auto& t) { return t.squeeze(axis); }, x);
+}
+template <class N>
+auto take(const sym<N>& x, std::int64_t axis, std::int64_t first, std::int64_t count, std::int64_t step = 1) {
+  return detail::apply_eager(
+      "take", [=](const auto& t) { return t.take(axis, first, count, step); }, x);
+}
+
+}  // namespace tandem

@@ -1,0 +1,232 @@
+#pragma once
+// tandem::jit(f) and static_graph<F>. A call traces f on symbolic values
+// (one per tensor argument; scalars pass through as runtime values), which
+// gives the graph as a type; the compile-time passes of structure.hpp fuse
+// it; the plan for the call's signature is found or built; the graph runs.
+// While eager autograd records, the whole call becomes one node of the
+// eager graph whose backward is the graph's fused backward.
+
+#include <memory>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tandem/autograd/functional.hpp"
+#include "tandem/autograd/record.hpp"
+#include "tandem/graph/execute.hpp"
+#include "tandem/graph/mode.hpp"
+#include "tandem/graph/plan.hpp"
+#include "tandem/graph/trace.hpp"
+
+namespace tandem {
+namespace detail {
+
+// The symbolic stand-in for argument I: tensors become inputs, the rest
+// (scalars) are handed to f as they are.
+template <std::size_t I, class A>
+auto symbol_for(const A& a) {
+  if constexpr (is_tensor_v<A>) return sym<input_node<I, typename A::value_type>>{};
+  else return a;
+}
+
+template <class Out>
+auto as_output_tuple(const Out& out) {
+  if constexpr (is_symbolic_v<Out>) return std::tuple{out};
+  else return out;
+}
+
+template <class... S>
+auto outputs_root(const std::tuple<S...>& outs) {
+  static_assert((is_symbolic_v<S> && ...),
+                "tandem::jit: the function must return what tandem ops return on its arguments (a symbolic value, "
+                "or a tuple of them); a tensor computed outside the graph cannot be an output");
+  return outputs_node<typename S::node_type...>{outs};
+}
+
+// One node on the eager graph per call: it holds the run and, once every
+// output's gradient is in, runs the graph's backward and hands the inputs'
+// gradients on.
+template <class Exec>
+class graph_join_node final : public typed_node<float> {
+ public:
+  using exec_type = Exec;
+  graph_join_node(std::shared_ptr<Exec> run, std::vector<std::shared_ptr<node>> edges,
+                  std::vector<const void*> input_keys)
+      : run_(std::move(run)), keys_(std::move(input_keys)) {
+    this->next_ = std::move(edges);
+  }
+  void seed(const void* key, any_tensor g) { seeds_.emplace_back(key, std::move(g)); }
+  void run(const backward_context&) override {
+    this->take_pending();
+    if (!run_) throw error("tandem::backward: the graph through a static graph was freed by an earlier backward");
+    run_->backward(std::move(seeds_));
+    seeds_.clear();
+    for (std::size_t k = 0; k < keys_.size(); ++k) {
+      if (!this->next_[k]) continue;
+      if (const any_tensor* g = run_->gradient(keys_[k]))
+        std::visit(
+            [&](const auto& t) {
+              using T = typename std::decay_t<decltype(t)>::value_type;
+              if constexpr (std::is_floating_point_v<T>) this->next_[k]->receive(t);
+            },
+            *g);
+    }
+    run_.reset();
+  }
+  std::string name() const override { return "static_graph"; }
+
+ private:
+  std::shared_ptr<Exec> run_;
+  std::vector<const void*> keys_;
+  std::vector<std::pair<const void*, any_tensor>> seeds_;
+};
+
+template <class Exec, class T>
+class graph_output_node final : public typed_node<T> {
+ public:
+  graph_output_node(std::shared_ptr<graph_join_node<Exec>> join, const void* key) : key_(key) {
+    this->next_ = {std::move(join)};
+  }
+  void run(const backward_context&) override {
+    auto join = std::static_pointer_cast<graph_join_node<Exec>>(this->next_[0]);
+    join->seed(key_, this->take_pending());
+    join->receive(tensor<float>(shape{}));
+  }
+  std::string name() const override { return "static_graph output"; }
+
+ private:
+  const void* key_;
+};
+
+template <class T>
+bool any_requires_grad(const T& x) {
+  if constexpr (is_floating_tensor<T>) return x.requires_grad();
+  else return false;
+}
+
+}  // namespace detail
+
+template <class F>
+class static_graph {
+ public:
+  explicit static_graph(F f) : f_(std::move(f)), cache_(std::make_shared<detail::plan_cache>()) {}
+
+  template <class... A>
+  auto operator()(const A&... a) const {
+    if (!jit_enabled()) return f_(a...);
+    return run(std::index_sequence_for<A...>{}, a...);
+  }
+
+  plan_statistics statistics() const { return cache_->statistics(); }
+  const F& function() const { return f_; }
+
+  // The traced graph for these arguments, as a type: for tests and dumps.
+  template <class... A>
+  auto trace(const A&... a) const {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return detail::outputs_root(detail::as_output_tuple(f_(detail::symbol_for<I>(a)...)));
+    }(std::index_sequence_for<A...>{});
+  }
+
+ private:
+  template <class... A, std::size_t... I>
+  auto run(std::index_sequence<I...>, const A&... a) const {
+    auto root = trace(a...);
+    using root_type = decltype(root);
+    using inputs_type = std::tuple<const A&...>;
+    using exec_type = detail::executor<root_type, inputs_type>;
+
+    std::string signature = detail::signature_of(a...);
+    std::shared_ptr<const detail::plan> known = cache_->find(signature);
+    bool recording = is_grad_enabled() && (detail::any_requires_grad(a) || ... || has_captured<root_type>());
+    inputs_type inputs{a...};
+    auto exec = std::make_shared<exec_type>(inputs, recording);
+    auto outputs = std::apply([&](const auto&... out) { return std::tuple{exec->value(out)...}; }, root.children);
+    if (!known) {
+      auto built = std::make_shared<detail::plan>();
+      std::apply([&](const auto&... t) { built->outputs = {t.shape()...}; }, outputs);
+      built->fused_loops = exec->counters().fused_loops;
+      built->eager_kernels = exec->counters().eager_kernels;
+      cache_->insert(signature, std::move(built));
+    }
+    if (recording) connect(exec, root, outputs, a...);
+    if constexpr (std::tuple_size_v<decltype(outputs)> == 1) return std::get<0>(outputs);
+    else return outputs;
+  }
+
+  template <class Root>
+  static constexpr bool has_captured() {
+    bool any = false;
+    detail::hana::for_each(detail::classes_of<Root>::value, [&](auto c) {
+      any = any || detail::node_traits<typename decltype(c)::type>::is_captured;
+    });
+    return any;
+  }
+
+  template <class Exec, class Root, class Outputs, class... A>
+  static void connect(const std::shared_ptr<Exec>& exec, const Root& root, Outputs& outputs, const A&... a) {
+    std::vector<std::shared_ptr<detail::node>> edges;
+    std::vector<const void*> keys;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      auto add = [&]<std::size_t J, class X>(std::integral_constant<std::size_t, J>, const X& x) {
+        if constexpr (is_tensor_v<X>) {
+          edges.push_back(detail::edge_of(x));
+          keys.push_back(detail::key_of(sym<detail::input_node<J, typename X::value_type>>{}));
+        }
+      };
+      (add(std::integral_constant<std::size_t, I>{}, a), ...);
+    }(std::index_sequence_for<A...>{});
+    for (const auto& [key, t] : exec->captured())
+      std::visit(
+          [&](const auto& x) {
+            edges.push_back(detail::edge_of(x));
+            keys.push_back(key);
+          },
+          t);
+    bool any_edge = false;
+    for (const auto& e : edges) any_edge = any_edge || e;
+    if (!any_edge) return;
+    auto join = std::make_shared<detail::graph_join_node<Exec>>(exec, std::move(edges), std::move(keys));
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      (attach(join, std::get<K>(root.children), std::get<K>(outputs)), ...);
+    }(std::make_index_sequence<std::tuple_size_v<Outputs>>{});
+  }
+
+  template <class Join, class S, class T>
+  static void attach(const std::shared_ptr<Join>& join, const S& out_sym, tensor<T>& out) {
+    if constexpr (std::is_floating_point_v<T>) {
+      using exec_type = typename Join::exec_type;
+      auto n = std::make_shared<detail::graph_output_node<exec_type, T>>(join, detail::key_of(out_sym));
+      out.autograd() = detail::make_cached<detail::autograd_meta<T>>();
+      out.autograd()->requires_grad = true;
+      out.autograd()->grad_fn = std::move(n);
+    }
+  }
+
+  F f_;
+  std::shared_ptr<detail::plan_cache> cache_;
+};
+
+template <class F>
+auto jit(F f) {
+  return static_graph<F>(std::move(f));
+}
+
+// jit(grad(f)) is grad(jit(f)): the gradient of a static graph runs its
+// fused forward and its fused backward.
+template <bool WithValue, class F, class Params, class... Options>
+auto jit(detail::gradient_function<WithValue, F, Params, Options...> g) {
+  return detail::gradient_function<WithValue, static_graph<F>, Params, Options...>{static_graph<F>(std::move(g.f)),
+                                                                                    std::move(g.params)};
+}
+
+// A member function as a static graph: `f(object, args...)` is traced with
+// the object bound, so its members are read on every call.
+template <class Object, class F>
+auto jit(Object* object, F f) {
+  auto bound = [object, f](const auto&... a) { return f(*object, a...); };
+  return static_graph<decltype(bound)>(std::move(bound));
+}
+
+}  // namespace tandem

@@ -1,0 +1,164 @@
+#pragma once
+// Symbolic values and the nodes of a static graph. A graph is a C++ type:
+// sym<map_node<mul_op, input_node<0, float>, constant_node<float>>> is
+// "input 0 times a scalar". The type is the structure (what the
+// compile-time passes read); the object holds only what is known at run
+// time: scalars, captured tensors, the arguments of shape ops.
+//
+// A node that holds nothing (an input, or an elementwise op over such nodes)
+// is *pure*: its type alone says what it computes, so two pure nodes of the
+// same type are the same value and are computed once. Every other node is
+// held by a shared pointer, so a graph in memory is as large as the program
+// that built it, however often a value is reused.
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+
+#include "tandem/core/tensor.hpp"
+#include "tandem/graph/fwd.hpp"
+
+namespace tandem {
+namespace detail {
+
+// The I-th tensor argument of the traced function, of element type T.
+template <std::size_t I, class T>
+struct input_node {
+  using value_type = T;
+};
+
+// A scalar known at run time (a literal or a captured variable): read on
+// every call, never baked into the plan.
+template <class T>
+struct constant_node {
+  using value_type = T;
+  T value;
+};
+
+// A tensor the traced function refers to without receiving it as an argument
+// (a module's parameter, a captured tensor): an input read on every call.
+template <class T>
+struct captured_node {
+  using value_type = T;
+  tensor<T> value;
+};
+
+template <class Op, class... C>
+struct map_node;
+
+// An op that is not elementwise (a reduction, matmul, softmax, a shape op):
+// it runs its eager kernel on materialized operands. `Fn` holds the op's
+// runtime arguments (axes, shapes) and maps the operand tensors to the
+// result; Name is the op's name, for dumps and errors.
+template <class Fn, class T, class... C>
+struct apply_node;
+
+template <class N>
+inline constexpr bool is_pure = false;
+template <std::size_t I, class T>
+inline constexpr bool is_pure<input_node<I, T>> = true;
+template <class Op, class... C>
+inline constexpr bool is_pure<map_node<Op, C...>> = std::is_empty_v<Op> && (is_pure<C> && ...);
+
+struct nothing_held {};
+
+}  // namespace detail
+
+template <class Node>
+class sym {
+  static constexpr bool pure = detail::is_pure<Node>;
+  using holder = std::conditional_t<pure, detail::nothing_held, std::shared_ptr<const Node>>;
+
+ public:
+  using node_type = Node;
+  using value_type = typename Node::value_type;
+
+  sym() requires pure = default;
+  explicit sym(std::shared_ptr<const Node> node) requires(!pure) : held_(std::move(node)) {}
+
+  const Node& node() const {
+    if constexpr (pure) {
+      static const Node instance{};
+      return instance;
+    } else {
+      return *held_;
+    }
+  }
+  // The view ops, as on tensors.
+  auto reshape(const shape& s) const { return tandem::reshape(*this, s); }
+  auto view(const shape& s) const { return tandem::reshape(*this, s); }
+  auto flatten() const { return tandem::reshape(*this, {-1}); }
+  auto transpose(std::int64_t a, std::int64_t b) const { return tandem::transpose(*this, a, b); }
+  auto unsqueeze(std::int64_t axis) const { return tandem::unsqueeze(*this, axis); }
+  auto squeeze(std::int64_t axis) const { return tandem::squeeze(*this, axis); }
+
+  // What tells two runtime instances of this node type apart: nothing for a
+  // pure node (its type is its identity), else the node's address.
+  const void* identity() const {
+    if constexpr (pure) return nullptr;
+    else return held_.get();
+  }
+
+ private:
+  [[no_unique_address]] holder held_;
+};
+
+namespace detail {
+
+template <class Op, class... C>
+struct map_node {
+  using compute_type = typename Op::template compute<typename C::value_type...>;
+  using value_type = typename Op::template result<typename C::value_type...>;
+  [[no_unique_address]] Op op;
+  std::tuple<sym<C>...> children;
+};
+
+template <class Fn, class T, class... C>
+struct apply_node {
+  using value_type = T;
+  Fn fn;
+  const char* name;
+  std::tuple<sym<C>...> children;
+};
+
+template <class N, class... Args>
+sym<N> make_sym(Args&&... args) {
+  if constexpr (is_pure<N>) return sym<N>{};
+  else return sym<N>(std::make_shared<const N>(N{std::forward<Args>(args)...}));
+}
+
+template <class N>
+struct node_traits {
+  static constexpr bool is_map = false, is_apply = false, is_input = false, is_constant = false,
+                        is_captured = false;
+  using children = std::tuple<>;
+};
+template <std::size_t I, class T>
+struct node_traits<input_node<I, T>> : node_traits<void> {
+  static constexpr bool is_input = true;
+  static constexpr std::size_t index = I;
+};
+template <class T>
+struct node_traits<constant_node<T>> : node_traits<void> {
+  static constexpr bool is_constant = true;
+};
+template <class T>
+struct node_traits<captured_node<T>> : node_traits<void> {
+  static constexpr bool is_captured = true;
+};
+template <class Op, class... C>
+struct node_traits<map_node<Op, C...>> : node_traits<void> {
+  static constexpr bool is_map = true;
+  using op = Op;
+  using children = std::tuple<C...>;
+};
+template <class Fn, class T, class... C>
+struct node_traits<apply_node<Fn, T, C...>> : node_traits<void> {
+  static constexpr bool is_apply = true;
+  using children = std::tuple<C...>;
+};
+
+}  // namespace detail
+}  // namespace tandem

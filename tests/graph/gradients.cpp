@@ -1,0 +1,52 @@
+#include <doctest/doctest.h>
+
+#include "support/gradcheck.hpp"
+#include "tandem/tandem.hpp"
+
+using namespace tandem;
+
+namespace {
+tensor<double> seeded(const shape& s, std::uint64_t seed) { return test::away_from_zero(s, seed); }
+}  // namespace
+
+TEST_CASE("static graphs pass finite-difference gradient checks") {
+  auto f = jit([](auto x, auto y) {
+    return tanh(x) * y + exp(x * 0.5) / (square(y) + 1) + maximum(x, y) + where(x > y, x, y * 2);
+  });
+  test::check_gradients([&](const auto& v) { return f(v[0], v[1]); }, {seeded({7}, 1), seeded({7}, 2)},
+                        "fused elementwise graph");
+  test::check_gradients([&](const auto& v) { return f(v[0], v[1]); }, {seeded({3, 1}, 3), seeded({1, 17}, 4)},
+                        "broadcast operands");
+  auto m = jit([](auto a, auto b) { return log_softmax(relu(matmul(a, b)) * 2, -1) + sum(a, 1, true); });
+  test::check_gradients([&](const auto& v) { return m(v[0], v[1]); }, {seeded({3, 4}, 5), seeded({4, 5}, 6)},
+                        "matmul, relu, log_softmax, sum");
+}
+
+TEST_CASE("grad(jit(f)), jit(grad(f)) and mixed programs give the eager gradients") {
+  auto f = [](auto x, auto z) { return matmul(x * z, z.transpose(0, 1)); };
+  tensor<double> x = seeded({2, 3}, 1), z = seeded({2, 3}, 2);
+  auto [ex, ez] = grad(f, all_args)(x, z);
+  auto [sx, sz] = grad(jit(f), all_args)(x, z);
+  auto [jx, jz] = jit(grad(f, all_args))(x, z);
+  test::check_values(sx, ex, "grad(jit(f)) x");
+  test::check_values(sz, ez, "grad(jit(f)) z");
+  test::check_values(jx, ex, "jit(grad(f)) x");
+  test::check_values(jz, ez, "jit(grad(f)) z");
+
+  auto inner = jit([](auto a) { return exp(a) * a; });
+  auto mixed = [&](auto a, auto b) { return sum(inner(a * b) + b); };
+  auto plain = [](auto a, auto b) { return sum(exp(a * b) * (a * b) + b); };
+  auto [ma, mb] = grad(mixed, all_args)(x, z);
+  auto [pa, pb] = grad(plain, all_args)(x, z);
+  test::check_values(ma, pa, "eager ops around a static graph: a");
+  test::check_values(mb, pb, "eager ops around a static graph: b");
+}
+
+TEST_CASE("a captured tensor that requires a gradient receives it") {
+  parameter<double> w(seeded({3}, 7));
+  auto f = jit([&w](auto x) { return x * w + w; });
+  tensor<double> x = seeded({3}, 8);
+  sum(f(x)).backward();
+  REQUIRE(w.has_grad());
+  test::check_values(w.grad(), x + 1, "d/dw sum(x*w + w)");
+}

@@ -1,0 +1,134 @@
+#include <doctest/doctest.h>
+
+#include <thread>
+#include <vector>
+
+#include "support/check.hpp"
+#include "tandem/tandem.hpp"
+
+using namespace tandem;
+
+namespace {
+
+template <class Graph, class... A>
+using traced = decltype(std::declval<Graph>().trace(std::declval<A>()...));
+
+tensor<double> seeded(const shape& s, std::uint64_t seed) {
+  generator gen(seed);
+  return uniform<double>(s, 0.2, 1.5, gen);
+}
+
+}  // namespace
+
+TEST_CASE("a static graph computes what the same function computes eagerly") {
+  auto f = [](auto x, auto y) { return where(x > 0.5, exp(x) * y, -y) + sigmoid(x * 2.0) - 1; };
+  auto g = jit(f);
+  for (std::int64_t n : test::tail_sizes) {
+    tensor<double> x = seeded({n}, 1), y = seeded({n}, 2);
+    test::check_values(g(x, y), f(x, y), "fused where/exp/sigmoid");
+  }
+  tensor<double> row = seeded({1, 17}, 3), column = seeded({7, 1}, 4);
+  test::check_values(g(row, column), f(row, column), "broadcast operands");
+  tensor<double> wide = seeded({17, 7}, 5);
+  test::check_values(g(wide.transpose(0, 1), column), f(wide.transpose(0, 1), column), "a non-contiguous view");
+}
+
+TEST_CASE("non-elementwise ops run inside a static graph") {
+  auto f = [](auto a, auto b) { return softmax(matmul(a, b) + 1, -1) * sum(a, 1, true) - mean(b); };
+  tensor<double> a = seeded({3, 4}, 1), b = seeded({4, 5}, 2);
+  test::check_values(jit(f)(a, b), f(a, b), "matmul, softmax, reductions");
+  auto views = [](auto x) { return x.reshape({2, 6}).transpose(0, 1) * 2; };
+  tensor<double> x = seeded({3, 4}, 3);
+  test::check_values(jit(views)(x), views(x), "view ops");
+}
+
+TEST_CASE("values holding different scalars stay apart; a value used twice is computed once") {
+  tensor<float> x = {1, 2, 3};
+  auto f = jit([](auto a) { return a * 2.0 + a * 3.0; });
+  test::check_values(f(x), tensor<float>{5, 10, 15}, "x*2 + x*3");
+
+  auto shared = jit([](auto a) { return repeat<8>(a, [](auto h) { return h * h + h; }); });
+  using pure = detail::graph_structure<traced<decltype(shared), tensor<float>>>;
+  static_assert(pure::fusion_groups == 1, "a pure elementwise chain is one fused loop");
+  static_assert(pure::buffers == 0, "and needs no buffer besides its output");
+  static_assert(pure::classes == 18, "input, output and 2 classes per step: reuse is shared, not copied");
+
+  auto scaled = jit([](auto a) { return repeat<4>(a * 0.5, [](auto h) { return h * h + h; }); });
+  using data = detail::graph_structure<traced<decltype(scaled), tensor<float>>>;
+  static_assert(data::fusion_groups == 5 && data::buffers == 4,
+                "a scalar-holding value read three times is materialized once per step");
+  tensor<float> small = {0.25f, -0.5f};
+  auto eager = repeat<4>(small * 0.5, [](auto h) { return h * h + h; });
+  test::check_values(scaled(small), eager, "scalar-holding chain");
+}
+
+TEST_CASE("a fused graph runs one loop and allocates only its output") {
+  auto f = jit([](auto x, auto y) { return exp(x) * y + x / (y + 1); });
+  tensor<float> x = ones<float>({64}), y = full<float>({64}, 2.0f);
+  f(x, y);
+  std::int64_t before = memory_stats().allocations;
+  tensor<float> out = f(x, y);
+  std::int64_t graph_allocations = memory_stats().allocations - before;
+  before = memory_stats().allocations;
+  tensor<float> one_output({64});
+  std::int64_t output_allocations = memory_stats().allocations - before;
+  CHECK(graph_allocations == output_allocations);
+}
+
+TEST_CASE("plans are cached per signature; scalars never build a new plan") {
+  double scale = 2;
+  auto f = jit([&scale](auto x) { return x * scale; });
+  tensor<float> a = ones<float>({3}), b = ones<float>({2, 3});
+  f(a);
+  scale = 5;
+  test::check_values(f(a), full<float>({3}, 5.0f), "a changed scalar is seen on the next call");
+  f(b);
+  f(tensor<double>{1.0, 2.0});
+  plan_statistics stats = f.statistics();
+  CHECK(stats.misses == 3);
+  CHECK(stats.hits == 1);
+  REQUIRE(stats.signatures.size() == 3);
+  CHECK(stats.signatures[0] == "float32[3]@cpu");
+  CHECK(stats.signatures[1] == "float32[2, 3]@cpu");
+}
+
+TEST_CASE("several threads may call one static graph at once") {
+  auto f = jit([](auto x) { return sqrt(x) + 1; });
+  std::vector<std::thread> threads;
+  std::vector<int> ok(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      tensor<float> x = full<float>({100 + t}, 4.0f);
+      bool good = true;
+      for (int i = 0; i < 50; ++i) good = good && f(x).at(0) == 3.0f;
+      ok[t] = good;
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) CHECK(ok[t] == 1);
+  CHECK(f.statistics().misses == 4);
+}
+
+TEST_CASE("shape errors found while planning name the op and the shapes") {
+  auto f = jit([](auto x, auto y) { return x + y; });
+  CHECK_THROWS_WITH_AS(f(ones<float>({2}), ones<float>({3})),
+                       doctest::Contains("cannot be broadcast together"), shape_error);
+  auto m = jit([](auto a, auto b) { return matmul(a, b); });
+  CHECK_THROWS_AS(m(ones<float>({2, 3}), ones<float>({2, 3})), shape_error);
+}
+
+TEST_CASE("disabling jit runs the same function eagerly") {
+  auto f = jit([](auto x) { return x * x + 1; });
+  tensor<float> x = {1, 2, 3};
+  set_jit_enabled(false);
+  tensor<float> eager = f(x);
+  set_jit_enabled(true);
+  test::check_values(eager, f(x), "eager and static agree");
+  CHECK(f.statistics().misses == 1);
+}
+
+TEST_CASE("the graph mode switch is global and readable") {
+  CHECK(get_mode() == mode::eager);
+  set_mode(mode::graph);
+  CHECK(get_mode() == mode::graph);
+  set_mode(mode::eager);
+}
