@@ -59,7 +59,7 @@ class executor {
     } else if constexpr (node_traits<N>::is_constant) {
       return full<T>({}, s.node().value);
     } else {
-      static_assert(node_traits<N>::is_apply || materialized<Root, N>(),
+      static_assert(node_traits<N>::is_apply || materialized_v<Root, N>,
                     "tandem internal: a fused value was asked for outside its group");
       const void* key = key_of(s);
       if (auto found = memo_.find(key); found != memo_.end()) return std::get<tensor<T>>(found->second);

@@ -28,7 +28,8 @@ struct group_kernel {
   using constant_list = std::remove_const_t<decltype(leaves::constants)>;
   using tensor_list = std::remove_const_t<decltype(leaves::tensors)>;
   using compute_type = typename R::compute_type;
-  static constexpr const char* name = "fused";
+  // Shape errors of the group name the op at its root.
+  static constexpr const char* name = node_traits<R>::op::name;
 
   static constexpr std::size_t n_classes = decltype(hana::length(leaves::classes))::value;
   static constexpr std::size_t n_pure = decltype(hana::length(leaves::pure))::value;

@@ -99,12 +99,6 @@ class graph_output_node final : public typed_node<T> {
   const void* key_;
 };
 
-template <class T>
-bool any_requires_grad(const T& x) {
-  if constexpr (is_floating_tensor<T>) return x.requires_grad();
-  else return false;
-}
-
 }  // namespace detail
 
 template <class F>
@@ -139,7 +133,7 @@ class static_graph {
 
     std::string signature = detail::signature_of(a...);
     std::shared_ptr<const detail::plan> known = cache_->find(signature);
-    bool recording = is_grad_enabled() && (detail::any_requires_grad(a) || ... || has_captured<root_type>());
+    bool recording = is_grad_enabled() && (detail::input_requires_grad(a) || ... || has_captured<root_type>());
     inputs_type inputs{a...};
     auto exec = std::make_shared<exec_type>(inputs, recording);
     auto outputs = std::apply([&](const auto&... out) { return std::tuple{exec->value(out)...}; }, root.children);

@@ -16,11 +16,8 @@
 
 #include <boost/hana/append.hpp>
 #include <boost/hana/contains.hpp>
-#include <boost/hana/count.hpp>
-#include <boost/hana/equal.hpp>
 #include <boost/hana/fold_left.hpp>
 #include <boost/hana/for_each.hpp>
-#include <boost/hana/index_if.hpp>
 #include <boost/hana/length.hpp>
 #include <boost/hana/tuple.hpp>
 #include <boost/hana/type.hpp>
@@ -59,11 +56,6 @@ template <class List, class T>
 constexpr auto append_new(List list, T t) {
   if constexpr (decltype(hana::contains(list, t))::value) return list;
   else return hana::append(list, t);
-}
-
-template <class A, class B>
-constexpr auto merge(A a, B b) {
-  return hana::fold_left(b, a, [](auto acc, auto t) { return append_new(acc, t); });
 }
 
 // classes_of by a depth-first walk that threads the set of classes seen so
@@ -149,11 +141,6 @@ inline constexpr std::size_t edge_count_v = []<class... P>(seen_list<P...>*) {
 }(static_cast<all_classes<Root>*>(nullptr));
 
 template <class Root, class C>
-constexpr std::size_t edge_count() {
-  return edge_count_v<Root, C>;
-}
-
-template <class Root, class C>
 inline constexpr bool materialized_v = [] {
   if constexpr (!node_traits<C>::is_map) {
     return false;
@@ -164,11 +151,6 @@ inline constexpr bool materialized_v = [] {
     return foreign_reader || (!is_pure<C> && edge_count_v<Root, C> >= 2);
   }
 }();
-
-template <class Root, class C>
-constexpr bool materialized() {
-  return materialized_v<Root, C>;
-}
 
 // Whether child C is computed in registers inside a parent's group.
 template <class Root, class C>
@@ -258,7 +240,7 @@ struct graph_structure {
     std::size_t n = 0;
     hana::for_each(classes_of<Root>::value, [&](auto c) {
       using C = typename decltype(c)::type;
-      if (materialized<Root, C>() || node_traits<C>::is_apply) ++n;
+      if (materialized_v<Root, C> || node_traits<C>::is_apply) ++n;
     });
     return n;
   }();
@@ -268,7 +250,7 @@ struct graph_structure {
     hana::for_each(classes_of<Root>::value, [&](auto c) {
       using C = typename decltype(c)::type;
       bool output = decltype(hana::contains(child_types<Root>(), c))::value;
-      if ((materialized<Root, C>() || node_traits<C>::is_apply) && !output) ++n;
+      if ((materialized_v<Root, C> || node_traits<C>::is_apply) && !output) ++n;
     });
     return n;
   }();
