@@ -10,6 +10,8 @@
 
 #include <tandem/tandem.hpp>
 
+#include "chain.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -20,16 +22,8 @@ namespace {
 
 constexpr std::int64_t small = 4096, large = 16 * 1024 * 1024;
 
-tensor<float> input(std::int64_t n, std::uint64_t seed) {
-  generator gen(seed);
-  return uniform({n}, -1, 1, gen);
-}
-
-// The 8-op chain, written once and used by both the eager and the hand version.
-template <class X>
-auto chain(const X& x) {
-  return (((x * 1.5f + 0.5f) * x - 2.0f) * x + 1.0f) * (x - 0.25f);
-}
+using bench::chain;
+using bench::input;
 
 void stream_copy(benchmark::State& state) {
   std::int64_t n = state.range(0);

@@ -50,3 +50,34 @@ TEST_CASE("a captured tensor that requires a gradient receives it") {
   REQUIRE(w.has_grad());
   test::check_values(w.grad(), x + 1, "d/dw sum(x*w + w)");
 }
+
+TEST_CASE("the gradient of 30 fused steps equals the eager gradient") {
+  auto chain = [](auto a) { return repeat<30>(a, [](auto h) { return h * h + h; }); };
+  tensor<double> x = seeded({17}, 9) * 0.01;
+  auto eager = grad([&](auto a) { return sum(chain(a)); })(x);
+  auto fused = jit(grad([&](auto a) { return sum(chain(a)); }))(x);
+  test::check_values(fused, eager, "d/dx sum(30 steps)");
+}
+
+namespace {
+// An op with no derivative rule: fine forward, an error when a gradient is asked of it.
+struct clipped_op {
+  static constexpr const char* name = "clipped";
+  template <class... T>
+  using compute = promote_t<T...>;
+  template <class... T>
+  using result = promote_t<T...>;
+  template <class V>
+  V operator()(const V& a) const {
+    return a * a;
+  }
+};
+}  // namespace
+
+TEST_CASE("a fused op with no derivative rule runs forward and names itself when a gradient is asked") {
+  auto f = jit([](auto x) { return elementwise(clipped_op{}, x) + x; });
+  tensor<double> x = seeded({3}, 10);
+  test::check_values(f(x), x * x + x, "forward");
+  x.set_requires_grad(true);
+  CHECK_THROWS_WITH_AS(f(x), doctest::Contains("tandem::clipped: this op has no derivative rule"), error);
+}

@@ -43,8 +43,18 @@ struct run_counters {
   std::int64_t eager_kernels = 0;
 };
 
+// What the eager graph keeps of a run that recorded for backward: its
+// backward and the gradients it leaves. The eager graph's nodes see only
+// this, never the executor's type, which names the whole graph type.
+class graph_run {
+ public:
+  virtual ~graph_run() = default;
+  virtual void backward(std::vector<std::pair<const void*, any_tensor>> seeds) = 0;
+  virtual const any_tensor* gradient(const void* key) const = 0;
+};
+
 template <class Root, class Inputs>
-class executor {
+class executor final : public graph_run {
  public:
   executor(const Inputs& inputs, bool for_backward) : inputs_(inputs), for_backward_(for_backward) {}
 
@@ -73,7 +83,7 @@ class executor {
 
   // Backward from the gradients of the outputs (by key); afterwards
   // gradient(key) gives what reached an input or a captured tensor.
-  void backward(std::vector<std::pair<const void*, any_tensor>> seeds) {
+  void backward(std::vector<std::pair<const void*, any_tensor>> seeds) override {
     for (auto& [key, g] : seeds) add_gradient(key, std::move(g));
     for (auto step = steps_.rbegin(); step != steps_.rend(); ++step) {
       auto found = gradients_.find(step->key);
@@ -84,7 +94,7 @@ class executor {
     }
   }
 
-  const any_tensor* gradient(const void* key) const {
+  const any_tensor* gradient(const void* key) const override {
     auto found = gradients_.find(key);
     return found == gradients_.end() ? nullptr : &found->second;
   }
@@ -108,7 +118,7 @@ class executor {
   auto run_apply(const sym<N>& s, const void* key) {
     ++counters_.eager_kernels;
     const N& node = s.node();
-    auto operands = std::apply([&](const auto&... c) { return std::tuple{value(c)...}; }, node.children);
+    auto operands = apply_operands([&](const auto&... c) { return std::tuple{value(c)...}; }, node.children);
     if (!for_backward_) {
       no_grad plain;
       return std::apply(node.fn, operands);
@@ -118,8 +128,8 @@ class executor {
     enable_grad recording;
     auto leaves = std::apply([](const auto&... t) { return std::tuple{fresh_leaf(t)...}; }, operands);
     auto result = std::apply(node.fn, leaves);
-    auto keys = std::apply([](const auto&... c) { return std::array<const void*, sizeof...(c)>{key_of(c)...}; },
-                           node.children);
+    auto keys = apply_operands([](const auto&... c) { return std::array<const void*, sizeof...(c)>{key_of(c)...}; },
+                               node.children);
     if constexpr (std::is_floating_point_v<value_of_t<N>>) {
       if (result.requires_grad())
         steps_.push_back({key, [result, leaves, keys](executor& self, const any_tensor& g) {
@@ -157,25 +167,26 @@ class executor {
 
   // Binds the group's scalars and tensor leaves, walking from its root
   // through the data-holding classes inside it (each has one instance here).
-  template <class R, class P>
-  void bind(const sym<P>& p, group_kernel<Root, R>& kernel, typename group_operands<R>::tensors& operands,
-            std::vector<const void*>& keys) {
+  // The kernel and operand types are deduced, never spelled from R: GCC 12
+  // matches a parameter spelled `group_kernel<Root, R>&` against its argument
+  // by walking both types' arguments as trees, which costs time exponential
+  // in the depth of the graph.
+  template <class P, class Kernel, class Operands>
+  void bind_group(const sym<P>& p, Kernel& kernel, Operands& operands, std::vector<const void*>& keys) {
     [&]<std::size_t... K>(std::index_sequence<K...>) {
-      (bind_slot<R, P, K>(std::get<K>(p.node().children), kernel, operands, keys), ...);
+      (bind_slot<P, K>(operand_at<K>(p.node().children), kernel, operands, keys), ...);
     }(std::make_index_sequence<std::tuple_size_v<typename node_traits<P>::children>>{});
   }
 
-  template <class R, class P, std::size_t K, class C>
-  void bind_slot(const sym<C>& c, group_kernel<Root, R>& kernel, typename group_operands<R>::tensors& operands,
-                 std::vector<const void*>& keys) {
-    using kernel_type = group_kernel<Root, R>;
+  template <class P, std::size_t K, class C, class Kernel, class Operands>
+  void bind_slot(const sym<C>& c, Kernel& kernel, Operands& operands, std::vector<const void*>& keys) {
     if constexpr (fused_into_parent<Root, C>()) {
-      if constexpr (!is_pure<C>) bind<R>(c, kernel, operands, keys);
+      if constexpr (!is_pure<C>) bind_group(c, kernel, operands, keys);
     } else if constexpr (node_traits<C>::is_constant) {
-      kernel.constants[index_in<typename kernel_type::constant_list, slot<P, K>>()] =
-          static_cast<typename kernel_type::compute_type>(c.node().value);
+      kernel.constants[index_in<typename Kernel::constant_list, slot<P, K>>()] =
+          static_cast<typename Kernel::compute_type>(c.node().value);
     } else if constexpr (!is_pure<C>) {
-      constexpr std::size_t at = kernel_type::n_pure + index_in<typename kernel_type::tensor_list, slot<P, K>>();
+      constexpr std::size_t at = Kernel::n_pure + index_in<typename Kernel::tensor_list, slot<P, K>>();
       std::get<at>(operands) = value(c);
       keys[at] = key_of(c);
     }
@@ -199,7 +210,7 @@ class executor {
       (one(std::integral_constant<std::size_t, I>{}), ...);
       (void)one;
     }(std::make_index_sequence<kernel_type::n_pure>{});
-    bind<R>(s, kernel, operands, keys);
+    bind_group(s, kernel, operands, keys);
 
     shape out_shape = std::apply([](const auto&... t) { return broadcast_all<kernel_type>(t...); }, operands);
     tensor<T> out(out_shape);
@@ -213,6 +224,10 @@ class executor {
         },
         operands);
     if constexpr (std::is_floating_point_v<T>) {
+      if (for_backward_ && kernel_type::non_differentiable)
+        throw error(std::string("tandem::") + kernel_type::non_differentiable +
+                    ": this op has no derivative rule, but an input requires a gradient; give the op a "
+                    "derivative<I>(g, y, x...) member or specialize tandem::derivative");
       if (for_backward_)
         steps_.push_back({key, [kernel, operands, keys, out_shape](executor& self, const any_tensor& g) {
                             self.group_backward(kernel, std::get<tensor<T>>(g), operands, keys, out_shape);
@@ -224,38 +239,72 @@ class executor {
   template <class X>
   using value_of_t_tensor = typename std::decay_t<X>::value_type;
 
+  // One pass over the group's output writes the adjoint of every floating
+  // operand (the forward is recomputed in registers, never stored); each is
+  // then summed over the axes its operand was broadcast along.
   template <class Kernel, class G, class Operands>
   void group_backward(const Kernel& kernel, const G& g, const Operands& operands, const std::vector<const void*>& keys,
                       const shape& out_shape) {
     using C = typename Kernel::compute_type;
-    constexpr std::size_t n = Kernel::n_operands;
-    std::array<tensor<C>, n> adjoint;
-    tensor<C> seed = g.template astype<C>();
-    [&]<std::size_t... J>(std::index_sequence<J...>) {
-      auto one = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
-        using L = value_of_t_tensor<std::tuple_element_t<I, Operands>>;
-        if constexpr (std::is_floating_point_v<L>) {
-          adjoint[I] = tensor<C>(out_shape);
-          select_adjoint<Kernel, I> pick{kernel};
-          elementwise<C, C>(pick, out_shape, adjoint[I].data(), contiguous_strides(out_shape),
+    constexpr auto wanted = floating_operands<Operands>();
+    constexpr std::size_t m = wanted.size();
+    if constexpr (m > 0) {
+      tensor<C> seed = converted<C>(g);
+      std::array<tensor<C>, m> adjoint;
+      output_set<C, m> outs;
+      for (std::size_t k = 0; k < m; ++k) {
+        adjoint[k] = tensor<C>(out_shape);
+        outs.data[k] = adjoint[k].data();
+      }
+      [&]<std::size_t... F, std::size_t... J>(std::index_sequence<F...>, std::index_sequence<J...>) {
+        gather_adjoints<Kernel, wanted[F]...> op{kernel};
+        const auto& in = operands;
+        if (common_contiguous_shape(seed, std::get<J>(in)...))
+          elementwise_flat<C, C>(op, numel(out_shape), outs, flat_operand<C>{seed.data(), 1},
+                                 flat_operand<value_of_t_tensor<std::tuple_element_t<J, Operands>>>{
+                                     std::get<J>(in).data(), 1}...);
+        else
+          elementwise<C, C>(op, out_shape, outs, contiguous_strides(out_shape),
                             operand<C>{seed.data(), broadcast_strides(seed, out_shape)},
                             operand<value_of_t_tensor<std::tuple_element_t<J, Operands>>>{
-                                std::get<J>(operands).data(), broadcast_strides(std::get<J>(operands), out_shape)}...);
-          add_gradient(keys[I], sum_to(adjoint[I], std::get<I>(operands).shape()).template astype<L>());
-        }
-      };
-      (one(std::integral_constant<std::size_t, J>{}), ...);
-    }(std::make_index_sequence<n>{});
+                                std::get<J>(in).data(), broadcast_strides(std::get<J>(in), out_shape)}...);
+        (add_gradient(keys[wanted[F]],
+                      converted<value_of_t_tensor<std::tuple_element_t<wanted[F], Operands>>>(
+                          sum_to(adjoint[F], std::get<wanted[F]>(in).shape()))),
+         ...);
+      }(std::make_index_sequence<m>{}, std::make_index_sequence<std::tuple_size_v<Operands>>{});
+    }
   }
 
-  template <class Kernel, std::size_t I>
-  struct select_adjoint {
+  // The positions of the operands whose type takes a gradient.
+  template <class Operands>
+  static constexpr auto floating_operands() {
+    return []<std::size_t... J>(std::index_sequence<J...>) {
+      constexpr std::size_t count =
+          (std::size_t{0} + ... + std::is_floating_point_v<value_of_t_tensor<std::tuple_element_t<J, Operands>>>);
+      std::array<std::size_t, count> positions{};
+      std::size_t k = 0;
+      ((std::is_floating_point_v<value_of_t_tensor<std::tuple_element_t<J, Operands>>> ? (positions[k++] = J) : 0),
+       ...);
+      return positions;
+    }(std::make_index_sequence<std::tuple_size_v<Operands>>{});
+  }
+
+  template <class U, class T>
+  static tensor<U> converted(const tensor<T>& t) {
+    if constexpr (std::is_same_v<U, T>) return t;
+    else return t.template astype<U>();
+  }
+
+  template <class Kernel, std::size_t... I>
+  struct gather_adjoints {
     static constexpr const char* name = "fused_backward";
     static constexpr bool vectorizable = Kernel::vectorizable;
     Kernel kernel;
     template <class V, class... In>
-    TANDEM_ALWAYS_INLINE V operator()(const V& g, const In&... in) const {
-      return kernel.adjoints(g, std::array<V, sizeof...(In)>{in...})[I];
+    TANDEM_ALWAYS_INLINE std::array<V, sizeof...(I)> operator()(const V& g, const In&... in) const {
+      std::array<V, sizeof...(In)> all = kernel.adjoints(g, std::array<V, sizeof...(In)>{in...});
+      return {all[I]...};
     }
   };
 

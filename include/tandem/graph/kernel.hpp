@@ -20,6 +20,12 @@ namespace tandem::detail {
 template <class List, std::size_t I>
 using type_at = typename decltype(+hana::at_c<I>(List{}))::type;
 
+// Whether the op of class P has a derivative rule for values of type V.
+template <class P, class V>
+inline constexpr bool differentiable_v = []<class... C>(std::tuple<C...>*) {
+  return has_derivative_rule<typename node_traits<P>::op, fused::lane<V>, std::conditional_t<true, fused::lane<V>, C>...>;
+}(static_cast<typename node_traits<P>::children*>(nullptr));
+
 template <class Root, class R>
 struct group_kernel {
   using leaves = group_leaves<Root, R>;
@@ -40,6 +46,19 @@ struct group_kernel {
     hana::for_each(leaves::classes,
                    [&](auto c) { all = all && fused::vectorizable<typename node_traits<typename decltype(c)::type>::op>(); });
     return all;
+  }();
+
+  // The first op of the group with no derivative rule (nullptr if none):
+  // its group can run forward but cannot send a gradient back.
+  static constexpr const char* non_differentiable = [] {
+    const char* found = nullptr;
+    hana::for_each(leaves::classes, [&](auto c) {
+      using P = typename decltype(c)::type;
+      if (!found && std::is_floating_point_v<typename P::value_type> &&
+          !differentiable_v<P, typename R::compute_type>)
+        found = node_traits<P>::op::name;
+    });
+    return found;
   }();
 
   std::array<compute_type, n_constants> constants{};
@@ -104,7 +123,7 @@ struct group_kernel {
                                                     std::array<V, n_operands>& result,
                                                     const std::array<V, n_operands>& in) const {
     using P = type_at<classes_list, I>;
-    if constexpr (std::is_floating_point_v<typename P::value_type>) {
+    if constexpr (std::is_floating_point_v<typename P::value_type> && differentiable_v<P, compute_type>) {
       [&]<std::size_t... K>(std::index_sequence<K...>) {
         (send<P, I, K>(value, adjoint, result, in), ...);
       }(std::make_index_sequence<std::tuple_size_v<children_of<P>>>{});

@@ -6,7 +6,10 @@
 // While eager autograd records, the whole call becomes one node of the
 // eager graph whose backward is the graph's fused backward.
 
+#include <array>
 #include <memory>
+#include <string>
+#include <unordered_map>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -14,6 +17,7 @@
 
 #include "tandem/autograd/functional.hpp"
 #include "tandem/autograd/record.hpp"
+#include "tandem/graph/dump.hpp"
 #include "tandem/graph/execute.hpp"
 #include "tandem/graph/mode.hpp"
 #include "tandem/graph/plan.hpp"
@@ -30,28 +34,29 @@ auto symbol_for(const A& a) {
   else return a;
 }
 
+// The root over what f returned: one symbolic value, or a tuple of them.
 template <class Out>
-auto as_output_tuple(const Out& out) {
-  if constexpr (is_symbolic_v<Out>) return std::tuple{out};
-  else return out;
-}
-
-template <class... S>
-auto outputs_root(const std::tuple<S...>& outs) {
-  static_assert((is_symbolic_v<S> && ...),
-                "tandem::jit: the function must return what tandem ops return on its arguments (a symbolic value, "
-                "or a tuple of them); a tensor computed outside the graph cannot be an output");
-  return outputs_node<typename S::node_type...>{outs};
+auto outputs_root(const Out& out) {
+  if constexpr (is_symbolic_v<Out>) {
+    return outputs_node<typename Out::node_type>{make_operands(out)};
+  } else {
+    return std::apply(
+        []<class... S>(const S&... outs) {
+          static_assert((is_symbolic_v<S> && ...),
+                        "tandem::jit: the function must return what tandem ops return on its arguments (a symbolic "
+                        "value, or a tuple of them); a tensor computed outside the graph cannot be an output");
+          return outputs_node<typename S::node_type...>{make_operands(outs...)};
+        },
+        out);
+  }
 }
 
 // One node on the eager graph per call: it holds the run and, once every
 // output's gradient is in, runs the graph's backward and hands the inputs'
 // gradients on.
-template <class Exec>
 class graph_join_node final : public typed_node<float> {
  public:
-  using exec_type = Exec;
-  graph_join_node(std::shared_ptr<Exec> run, std::vector<std::shared_ptr<node>> edges,
+  graph_join_node(std::shared_ptr<graph_run> run, std::vector<std::shared_ptr<node>> edges,
                   std::vector<const void*> input_keys)
       : run_(std::move(run)), keys_(std::move(input_keys)) {
     this->next_ = std::move(edges);
@@ -77,19 +82,19 @@ class graph_join_node final : public typed_node<float> {
   std::string name() const override { return "static_graph"; }
 
  private:
-  std::shared_ptr<Exec> run_;
+  std::shared_ptr<graph_run> run_;
   std::vector<const void*> keys_;
   std::vector<std::pair<const void*, any_tensor>> seeds_;
 };
 
-template <class Exec, class T>
+template <class T>
 class graph_output_node final : public typed_node<T> {
  public:
-  graph_output_node(std::shared_ptr<graph_join_node<Exec>> join, const void* key) : key_(key) {
+  graph_output_node(std::shared_ptr<graph_join_node> join, const void* key) : key_(key) {
     this->next_ = {std::move(join)};
   }
   void run(const backward_context&) override {
-    auto join = std::static_pointer_cast<graph_join_node<Exec>>(this->next_[0]);
+    auto join = std::static_pointer_cast<graph_join_node>(this->next_[0]);
     join->seed(key_, this->take_pending());
     join->receive(tensor<float>(shape{}));
   }
@@ -115,11 +120,22 @@ class static_graph {
   plan_statistics statistics() const { return cache_->statistics(); }
   const F& function() const { return f_; }
 
+  // The graph traced for these arguments, forward and backward, with its
+  // fusion groups: as text, and as Graphviz dot.
+  template <class... A>
+  std::string text(const A&... a) const {
+    return detail::graph_text(trace(a...));
+  }
+  template <class... A>
+  std::string dot(const A&... a) const {
+    return detail::graph_dot(trace(a...));
+  }
+
   // The traced graph for these arguments, as a type: for tests and dumps.
   template <class... A>
   auto trace(const A&... a) const {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return detail::outputs_root(detail::as_output_tuple(f_(detail::symbol_for<I>(a)...)));
+      return detail::outputs_root(f_(detail::symbol_for<I>(a)...));
     }(std::index_sequence_for<A...>{});
   }
 
@@ -135,8 +151,12 @@ class static_graph {
     std::shared_ptr<const detail::plan> known = cache_->find(signature);
     bool recording = is_grad_enabled() && (detail::input_requires_grad(a) || ... || has_captured<root_type>());
     inputs_type inputs{a...};
-    auto exec = std::make_shared<exec_type>(inputs, recording);
-    auto outputs = std::apply([&](const auto&... out) { return std::tuple{exec->value(out)...}; }, root.children);
+    // Types that name the graph type never reach std::make_shared, std::tuple
+    // or a shared_ptr conversion: GCC 12 checks those in time exponential in
+    // the depth of the graph (30 steps of h*h+h took minutes).
+    std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(inputs, recording)));
+    auto* exec = static_cast<exec_type*>(run.get());
+    auto outputs = detail::apply_operands([&](const auto&... out) { return std::tuple{exec->value(out)...}; }, root.children);
     if (!known) {
       auto built = std::make_shared<detail::plan>();
       std::apply([&](const auto&... t) { built->outputs = {t.shape()...}; }, outputs);
@@ -144,7 +164,7 @@ class static_graph {
       built->eager_kernels = exec->counters().eager_kernels;
       cache_->insert(signature, std::move(built));
     }
-    if (recording) connect(exec, root, outputs, a...);
+    if (recording) connect(std::move(run), exec->captured(), output_keys(root), outputs, a...);
     if constexpr (std::tuple_size_v<decltype(outputs)> == 1) return std::get<0>(outputs);
     else return outputs;
   }
@@ -158,8 +178,17 @@ class static_graph {
     return any;
   }
 
-  template <class Exec, class Root, class Outputs, class... A>
-  static void connect(const std::shared_ptr<Exec>& exec, const Root& root, Outputs& outputs, const A&... a) {
+  template <class Root>
+  static auto output_keys(const Root& root) {
+    return detail::apply_operands(
+        [](const auto&... out) { return std::array<const void*, sizeof...(out)>{detail::key_of(out)...}; },
+        root.children);
+  }
+
+  template <class Outputs, std::size_t N, class... A>
+  static void connect(std::shared_ptr<detail::graph_run> run,
+                      const std::unordered_map<const void*, detail::any_tensor>& captured,
+                      const std::array<const void*, N>& output_keys, Outputs& outputs, const A&... a) {
     std::vector<std::shared_ptr<detail::node>> edges;
     std::vector<const void*> keys;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -171,7 +200,7 @@ class static_graph {
       };
       (add(std::integral_constant<std::size_t, I>{}, a), ...);
     }(std::index_sequence_for<A...>{});
-    for (const auto& [key, t] : exec->captured())
+    for (const auto& [key, t] : captured)
       std::visit(
           [&](const auto& x) {
             edges.push_back(detail::edge_of(x));
@@ -181,20 +210,18 @@ class static_graph {
     bool any_edge = false;
     for (const auto& e : edges) any_edge = any_edge || e;
     if (!any_edge) return;
-    auto join = std::make_shared<detail::graph_join_node<Exec>>(exec, std::move(edges), std::move(keys));
+    auto join = std::make_shared<detail::graph_join_node>(std::move(run), std::move(edges), std::move(keys));
     [&]<std::size_t... K>(std::index_sequence<K...>) {
-      (attach(join, std::get<K>(root.children), std::get<K>(outputs)), ...);
-    }(std::make_index_sequence<std::tuple_size_v<Outputs>>{});
+      (attach(join, output_keys[K], std::get<K>(outputs)), ...);
+    }(std::make_index_sequence<N>{});
   }
 
-  template <class Join, class S, class T>
-  static void attach(const std::shared_ptr<Join>& join, const S& out_sym, tensor<T>& out) {
+  template <class T>
+  static void attach(const std::shared_ptr<detail::graph_join_node>& join, const void* key, tensor<T>& out) {
     if constexpr (std::is_floating_point_v<T>) {
-      using exec_type = typename Join::exec_type;
-      auto n = std::make_shared<detail::graph_output_node<exec_type, T>>(join, detail::key_of(out_sym));
       out.autograd() = detail::make_cached<detail::autograd_meta<T>>();
       out.autograd()->requires_grad = true;
-      out.autograd()->grad_fn = std::move(n);
+      out.autograd()->grad_fn = std::make_shared<detail::graph_output_node<T>>(join, key);
     }
   }
 

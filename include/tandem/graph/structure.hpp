@@ -35,7 +35,7 @@ namespace hana = boost::hana;
 template <class... C>
 struct outputs_node {
   using value_type = void;
-  std::tuple<sym<C>...> children;
+  operand_list<sym<C>...> children;
 };
 template <class... C>
 struct node_traits<outputs_node<C...>> : node_traits<void> {
@@ -204,6 +204,7 @@ struct group_leaves {
         auto result = acc;
         return hana::fold_left(hana::make_tuple(hana::make_tuple(hana::type_c<C>, hana::size_c<K>)...), result,
                                [want](auto list, auto entry) {
+                                 (void)entry;
                                  using C1 = typename decltype(+hana::at_c<0>(entry))::type;
                                  constexpr std::size_t k = decltype(+hana::at_c<1>(entry))::value;
                                  return want(list, hana::type_c<C1>, hana::type_c<slot<P, k>>);

@@ -16,6 +16,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "tandem/core/tensor.hpp"
 #include "tandem/graph/fwd.hpp"
@@ -47,6 +48,44 @@ struct captured_node {
 
 template <class Op, class... C>
 struct map_node;
+
+// A node's operands. Not std::tuple: constructing a std::tuple of symbolic
+// values makes GCC 12 check constructibility through every class the graph
+// type names, once per path, so compile time grew 3x per step of
+// `h = h * h + h` (16 steps took 8 s, 30 never finished). This aggregate has
+// no constrained constructors to check.
+template <class... T>
+struct operand_list {};
+template <class T, class... Rest>
+struct operand_list<T, Rest...> {
+  T first;
+  [[no_unique_address]] operand_list<Rest...> rest;
+};
+
+template <class... T>
+operand_list<T...> make_operands(const T&... x) {
+  if constexpr (sizeof...(T) == 0) {
+    return {};
+  } else {
+    return [](const auto& first, const auto&... rest) {
+      return operand_list<T...>{first, make_operands(rest...)};
+    }(x...);
+  }
+}
+
+template <std::size_t K, class T, class... Rest>
+const auto& operand_at(const operand_list<T, Rest...>& list) {
+  if constexpr (K == 0) return list.first;
+  else return operand_at<K - 1>(list.rest);
+}
+
+// f(operands...).
+template <class F, class... T>
+decltype(auto) apply_operands(F&& f, const operand_list<T...>& list) {
+  return [&]<std::size_t... K>(std::index_sequence<K...>) -> decltype(auto) {
+    return std::forward<F>(f)(operand_at<K>(list)...);
+  }(std::index_sequence_for<T...>{});
+}
 
 // An op that is not elementwise (a reduction, matmul, softmax, a shape op):
 // it runs its eager kernel on materialized operands. `Fn` holds the op's
@@ -94,6 +133,15 @@ class sym {
   auto unsqueeze(std::int64_t axis) const { return tandem::unsqueeze(*this, axis); }
   auto squeeze(std::int64_t axis) const { return tandem::squeeze(*this, axis); }
 
+  // Reading an element has no static form: a traced value has none yet.
+  template <class U = value_type>
+  U item() const {
+    static_assert(sizeof(U) == 0,
+                  "tandem::jit: item() has no static form: a value inside a static graph has no elements yet; return "
+                  "the tensor from the function and call item() on the result");
+    return U{};
+  }
+
   // What tells two runtime instances of this node type apart: nothing for a
   // pure node (its type is its identity), else the node's address.
   const void* identity() const {
@@ -112,7 +160,7 @@ struct map_node {
   using compute_type = typename Op::template compute<typename C::value_type...>;
   using value_type = typename Op::template result<typename C::value_type...>;
   [[no_unique_address]] Op op;
-  std::tuple<sym<C>...> children;
+  operand_list<sym<C>...> children;
 };
 
 template <class Fn, class T, class... C>
@@ -120,13 +168,15 @@ struct apply_node {
   using value_type = T;
   Fn fn;
   const char* name;
-  std::tuple<sym<C>...> children;
+  operand_list<sym<C>...> children;
 };
 
 template <class N, class... Args>
 sym<N> make_sym(Args&&... args) {
+  // Not make_shared: its allocator machinery costs GCC the same
+  // exponential checks as std::tuple (see operand_list).
   if constexpr (is_pure<N>) return sym<N>{};
-  else return sym<N>(std::make_shared<const N>(N{std::forward<Args>(args)...}));
+  else return sym<N>(std::shared_ptr<const N>(new N{std::forward<Args>(args)...}));
 }
 
 template <class N>

@@ -36,13 +36,13 @@ auto symbolic_map(const Op& op, const X&... x) {
                 "runtime values as scalar operands instead");
   using base = typename tensors_promoted<X...>::type;
   using node = map_node<Op, typename decltype(as_symbol<base>(x))::node_type...>;
-  return make_sym<node>(op, std::tuple{as_symbol<base>(x)...});
+  return make_sym<node>(op, make_operands(as_symbol<base>(x)...));
 }
 
 // A node for a non-elementwise op: `fn(tensor<C>...)` computes it eagerly.
 template <class T, class Fn, class... N>
 auto symbolic_apply(const char* name, Fn fn, const sym<N>&... x) {
-  return make_sym<apply_node<Fn, T, N...>>(std::move(fn), name, std::tuple{x...});
+  return make_sym<apply_node<Fn, T, N...>>(std::move(fn), name, make_operands(x...));
 }
 
 }  // namespace tandem::detail

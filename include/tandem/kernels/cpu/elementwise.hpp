@@ -6,6 +6,8 @@
 // strides are 0 or 1 and all operands share the compute type, the body runs
 // on SIMD batches with a scalar tail. Work is split across the thread pool
 // in chunks of whole elements, so results do not depend on the thread count.
+// An op may also return std::array<V, M> and write M outputs of one layout
+// in the same pass (a fused backward writes every operand's gradient so).
 
 #include <array>
 #include <cstdint>
@@ -36,6 +38,32 @@ constexpr bool op_is_vectorizable() {
 }
 
 inline constexpr std::int64_t elementwise_grain = 32768;
+
+// M outputs sharing one layout, written by an op that returns
+// std::array<V, M>; a single output is a plain pointer.
+template <class R, std::size_t M>
+struct output_set {
+  std::array<R*, M> data;
+};
+
+template <class R>
+TANDEM_ALWAYS_INLINE R* shifted(R* out, std::int64_t by) {
+  return out + by;
+}
+template <class R, std::size_t M>
+TANDEM_ALWAYS_INLINE output_set<R, M> shifted(output_set<R, M> out, std::int64_t by) {
+  for (R*& p : out.data) p += by;
+  return out;
+}
+
+template <class R, class V>
+TANDEM_ALWAYS_INLINE void put(R* out, std::int64_t at, const V& value) {
+  out[at] = static_cast<R>(value);
+}
+template <class R, std::size_t M, class V>
+TANDEM_ALWAYS_INLINE void put(const output_set<R, M>& out, std::int64_t at, const std::array<V, M>& value) {
+  for (std::size_t k = 0; k < M; ++k) out.data[k][at] = static_cast<R>(value[k]);
+}
 
 // The iteration space after merging axes: sizes[i] and, for each of the N
 // operands (the output first), its stride along axis i.
@@ -68,12 +96,11 @@ loop_space<N> merge_axes(const shape& extent, const std::array<const dims*, N>& 
   return space;
 }
 
-template <class R, class C, class Op, class... In, std::size_t... K>
-TANDEM_ALWAYS_INLINE void scalar_row(const Op& op, std::int64_t n, R* out, std::int64_t out_stride,
+template <class C, class Op, class Out, class... In, std::size_t... K>
+TANDEM_ALWAYS_INLINE void scalar_row(const Op& op, std::int64_t n, Out out, std::int64_t out_stride,
                                      const std::tuple<const In*...>& in, const std::array<std::int64_t, sizeof...(In)>& stride,
                                      std::index_sequence<K...>) {
-  for (std::int64_t i = 0; i < n; ++i)
-    out[i * out_stride] = static_cast<R>(op(static_cast<C>(std::get<K>(in)[i * stride[K]])...));
+  for (std::int64_t i = 0; i < n; ++i) put(out, i * out_stride, op(static_cast<C>(std::get<K>(in)[i * stride[K]])...));
 }
 
 template <class... In, std::size_t... K>
@@ -93,19 +120,28 @@ TANDEM_ALWAYS_INLINE std::tuple<const In*...> row_start(const std::tuple<const I
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
 // Full batches for unit output stride and input strides of 0 or 1; returns
 // how many elements it wrote.
-template <class C, class Op, class... In, std::size_t... K>
-TANDEM_ALWAYS_INLINE std::int64_t simd_row(const Op& op, std::int64_t n, C* out, const std::tuple<const In*...>& in,
+template <class C, class B>
+TANDEM_ALWAYS_INLINE void put_batch(C* out, std::int64_t at, const B& value) {
+  simd::store(out + at, value);
+}
+template <class C, std::size_t M, class B>
+TANDEM_ALWAYS_INLINE void put_batch(const output_set<C, M>& out, std::int64_t at, const std::array<B, M>& value) {
+  for (std::size_t k = 0; k < M; ++k) simd::store(out.data[k] + at, value[k]);
+}
+
+template <class C, class Op, class Out, class... In, std::size_t... K>
+TANDEM_ALWAYS_INLINE std::int64_t simd_row(const Op& op, std::int64_t n, Out out, const std::tuple<const In*...>& in,
                                            const std::array<std::int64_t, sizeof...(In)>& stride,
                                            std::index_sequence<K...>) {
   using batch = simd::batch<C>;
   constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
   std::int64_t i = 0;
   if (((stride[K] == 1) && ...)) {
-    for (; i + w <= n; i += w) simd::store(out + i, op(simd::load(std::get<K>(in) + i)...));
+    for (; i + w <= n; i += w) put_batch(out, i, op(simd::load(std::get<K>(in) + i)...));
   } else {
     std::array<batch, sizeof...(In)> splats{simd::splat(*std::get<K>(in))...};
     for (; i + w <= n; i += w)
-      simd::store(out + i, op((stride[K] == 1 ? simd::load(std::get<K>(in) + i) : splats[K])...));
+      put_batch(out, i, op((stride[K] == 1 ? simd::load(std::get<K>(in) + i) : splats[K])...));
   }
   return i;
 }
@@ -114,27 +150,37 @@ TANDEM_ALWAYS_INLINE std::int64_t simd_row(const Op& op, std::int64_t n, C* out,
 // batch padded with its first element), so that tails and strided rows go
 // through the same SIMD math as contiguous ones and every element gets the
 // same bits whatever the layout or the split across threads.
-template <class C, class Op, class... In, std::size_t... K>
-void gathered_row(const Op& op, std::int64_t n, C* out, std::int64_t out_stride, const std::tuple<const In*...>& in,
+template <class C, class B>
+TANDEM_ALWAYS_INLINE void put_lanes(C* out, std::int64_t at, std::int64_t stride, std::int64_t m, const B& value) {
+  alignas(64) std::array<C, B::size> lanes;
+  value.store_aligned(lanes.data());
+  for (std::int64_t l = 0; l < m; ++l) out[(at + l) * stride] = lanes[l];
+}
+template <class C, std::size_t M, class B>
+TANDEM_ALWAYS_INLINE void put_lanes(const output_set<C, M>& out, std::int64_t at, std::int64_t stride, std::int64_t m,
+                                    const std::array<B, M>& value) {
+  for (std::size_t k = 0; k < M; ++k) put_lanes(out.data[k], at, stride, m, value[k]);
+}
+
+template <class C, class Op, class Out, class... In, std::size_t... K>
+void gathered_row(const Op& op, std::int64_t n, Out out, std::int64_t out_stride, const std::tuple<const In*...>& in,
                   const std::array<std::int64_t, sizeof...(In)>& stride, std::index_sequence<K...>) {
   using batch = simd::batch<C>;
   constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
   alignas(64) std::array<std::array<C, batch::size>, sizeof...(In)> lanes;
-  alignas(64) std::array<C, batch::size> result;
   for (std::int64_t i = 0; i < n; i += w) {
     std::int64_t m = std::min(w, n - i);
     for (std::int64_t l = 0; l < w; ++l) {
       std::int64_t from = i + (l < m ? l : 0);
       ((lanes[K][l] = std::get<K>(in)[from * stride[K]]), ...);
     }
-    op(simd::load(lanes[K].data())...).store_aligned(result.data());
-    for (std::int64_t l = 0; l < m; ++l) out[(i + l) * out_stride] = result[l];
+    put_lanes(out, i, out_stride, m, op(simd::load(lanes[K].data())...));
   }
 }
 #endif
 
-template <class R, class C, class Op, class... In>
-void run_row(const Op& op, std::int64_t n, R* out, std::int64_t out_stride, std::tuple<const In*...> in,
+template <class R, class C, class Op, class Out, class... In>
+void run_row(const Op& op, std::int64_t n, Out out, std::int64_t out_stride, std::tuple<const In*...> in,
              const std::array<std::int64_t, sizeof...(In)>& stride) {
   constexpr auto seq = std::index_sequence_for<In...>{};
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
@@ -143,11 +189,13 @@ void run_row(const Op& op, std::int64_t n, R* out, std::int64_t out_stride, std:
     bool unit = out_stride == 1;
     for (auto s : stride) unit = unit && (s == 0 || s == 1);
     std::int64_t done = unit ? simd_row<C>(op, n, out, in, stride, seq) : 0;
-    if (done < n) gathered_row<C>(op, n - done, out + done * out_stride, out_stride, advance(in, stride, done, seq), stride, seq);
+    if (done < n)
+      gathered_row<C>(op, n - done, shifted(out, done * out_stride), out_stride, advance(in, stride, done, seq), stride,
+                      seq);
     return;
   }
 #endif
-  scalar_row<R, C>(op, n, out, out_stride, in, stride, seq);
+  scalar_row<C>(op, n, out, out_stride, in, stride, seq);
 }
 
 // The common case without index arithmetic: out and every input contiguous
@@ -158,18 +206,18 @@ struct flat_operand {
   std::int64_t stride;
 };
 
-template <class R, class C, class Op, class... In>
-void elementwise_flat(const Op& op, std::int64_t n, R* out, const flat_operand<In>&... in) {
+template <class R, class C, class Op, class Out, class... In>
+void elementwise_flat(const Op& op, std::int64_t n, Out out, const flat_operand<In>&... in) {
   const std::array<std::int64_t, sizeof...(In)> stride{in.stride...};
   parallel_for(n, elementwise_grain, [&](std::int64_t begin, std::int64_t end) {
-    run_row<R, C>(op, end - begin, out + begin, 1, std::tuple<const In*...>{in.data + begin * in.stride...}, stride);
+    run_row<R, C>(op, end - begin, shifted(out, begin), 1, std::tuple<const In*...>{in.data + begin * in.stride...}, stride);
   });
 }
 
 // out[i] = R(op(C(in_0[i]), ..., C(in_k[i]))) over `extent`, with out and
 // each input addressed through its own strides.
-template <class R, class C, class Op, class... In>
-void elementwise(const Op& op, const shape& extent, R* out, const dims& out_strides, const operand<In>&... in) {
+template <class R, class C, class Op, class Out, class... In>
+void elementwise(const Op& op, const shape& extent, Out out, const dims& out_strides, const operand<In>&... in) {
   constexpr std::size_t n_operands = sizeof...(In) + 1;
   std::int64_t total = numel(extent);
   if (total == 0) return;
@@ -192,7 +240,7 @@ void elementwise(const Op& op, const shape& extent, R* out, const dims& out_stri
 
     for (std::int64_t pos = begin; pos < end;) {
       std::int64_t n = std::min(inner - index[rank - 1], end - pos);
-      run_row<R, C>(op, n, out + offset[0], space.strides[0][rank - 1],
+      run_row<R, C>(op, n, shifted(out, offset[0]), space.strides[0][rank - 1],
                     row_start(bases, offset, std::index_sequence_for<In...>{}), inner_stride);
       pos += n;
       for (std::size_t j = 0; j < n_operands; ++j) offset[j] += n * space.strides[j][rank - 1];

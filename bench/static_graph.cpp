@@ -1,0 +1,188 @@
+// Static graphs beside eager tandem, hand-written loops and Eigen, in one
+// binary (bytes/s count the inputs read and the outputs written once):
+//   chain_*     the 8-op elementwise chain of bench_elementwise over 16M floats:
+//               stream copy, hand fused loop, tandem static, tandem eager,
+//               Eigen's Tensor module (when libeigen3-dev is installed);
+//   gradient_*  d/dx and d/dy of sum(f(x, y)) for a 6-op elementwise f:
+//               hand fused adjoint loop, tandem static, tandem eager;
+//   call_*      a cached 10-node graph on 16-element tensors: the cost of a
+//               call, static against eager.
+//
+//   ./build/release/bench/bench_static_graph --benchmark_counters_tabular=true
+#include <benchmark/benchmark.h>
+
+#include <tandem/tandem.hpp>
+
+#include "chain.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#ifdef TANDEM_BENCH_EIGEN
+#define EIGEN_USE_THREADS
+#include <unsupported/Eigen/CXX11/Tensor>
+#endif
+
+using namespace tandem;
+
+namespace {
+
+constexpr std::int64_t large = 16 * 1024 * 1024;
+
+using bench::chain;
+using bench::input;
+
+template <class Body>
+void run_threads(std::int64_t n, Body body) {
+  detail::parallel_for(n, detail::elementwise_grain, body);
+}
+
+void chain_stream_copy(benchmark::State& state) {
+  tensor<float> a = input(large, 1), c = zeros({large});
+  for (auto _ : state) {
+    run_threads(large, [&](std::int64_t lo, std::int64_t hi) {
+      std::memcpy(c.data() + lo, a.data() + lo, static_cast<std::size_t>(hi - lo) * sizeof(float));
+    });
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * large * 8);
+}
+
+void chain_hand(benchmark::State& state) {
+  tensor<float> a = input(large, 1), c = zeros({large});
+  for (auto _ : state) {
+    const float* pa = a.data();
+    float* pc = c.data();
+    run_threads(large, [&](std::int64_t lo, std::int64_t hi) {
+      for (std::int64_t i = lo; i < hi; ++i) pc[i] = chain(pa[i]);
+    });
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * large * 8);
+}
+
+void chain_static(benchmark::State& state) {
+  tensor<float> a = input(large, 1);
+  auto f = jit([](auto x) { return chain(x); });
+  for (auto _ : state) {
+    tensor<float> c = f(a);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.SetBytesProcessed(state.iterations() * large * 8);
+}
+
+void chain_eager(benchmark::State& state) {
+  tensor<float> a = input(large, 1);
+  for (auto _ : state) {
+    tensor<float> c = chain(a);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.SetBytesProcessed(state.iterations() * large * 8);
+}
+
+#ifdef TANDEM_BENCH_EIGEN
+void chain_eigen(benchmark::State& state) {
+  tensor<float> a = input(large, 1), c = zeros({large});
+  Eigen::ThreadPool pool(num_threads());
+  Eigen::ThreadPoolDevice device(&pool, num_threads());
+  Eigen::TensorMap<Eigen::Tensor<const float, 1>> x(a.data(), large);
+  Eigen::TensorMap<Eigen::Tensor<float, 1>> out(c.data(), large);
+  for (auto _ : state) {
+    out.device(device) = chain(x);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * large * 8);
+}
+BENCHMARK(chain_eigen)->UseRealTime();
+#endif
+
+// f(x, y) = x*y + sin(x)*y - exp(0.5*y)*x: six elementwise ops.
+template <class X, class Y>
+auto six_ops(const X& x, const Y& y) {
+  return x * y + sin(x) * y - exp(y * 0.5f) * x;
+}
+
+// The limit: one pass, SIMD math from xsimd (what tandem's kernels use), the
+// adjoints written out by hand.
+template <class V>
+void six_ops_adjoint(const V& x, const V& y, V& dx, V& dy) {
+  V e = exp(y * V(0.5f));
+  dx = y + cos(x) * y - e;
+  dy = x + sin(x) - V(0.5f) * e * x;
+}
+
+void gradient_hand(benchmark::State& state) {
+  using batch = xsimd::batch<float>;
+  constexpr std::int64_t w = batch::size;
+  tensor<float> x = input(large, 1), y = input(large, 2), dx = zeros({large}), dy = zeros({large});
+  for (auto _ : state) {
+    const float *px = x.data(), *py = y.data();
+    float *pdx = dx.data(), *pdy = dy.data();
+    run_threads(large, [&](std::int64_t lo, std::int64_t hi) {
+      std::int64_t i = lo;
+      for (; i + w <= hi; i += w) {
+        batch gx, gy;
+        six_ops_adjoint(batch::load_unaligned(px + i), batch::load_unaligned(py + i), gx, gy);
+        gx.store_unaligned(pdx + i);
+        gy.store_unaligned(pdy + i);
+      }
+      for (; i < hi; ++i) {
+        using std::cos, std::exp, std::sin;
+        six_ops_adjoint(px[i], py[i], pdx[i], pdy[i]);
+      }
+    });
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * large * 16);
+}
+
+void gradient_static(benchmark::State& state) {
+  tensor<float> x = input(large, 1), y = input(large, 2);
+  auto g = jit(grad([](auto a, auto b) { return sum(six_ops(a, b)); }, all_args));
+  for (auto _ : state) {
+    auto [dx, dy] = g(x, y);
+    benchmark::DoNotOptimize(dx.data());
+  }
+  state.SetBytesProcessed(state.iterations() * large * 16);
+}
+
+void gradient_eager(benchmark::State& state) {
+  tensor<float> x = input(large, 1), y = input(large, 2);
+  auto g = grad([](auto a, auto b) { return sum(six_ops(a, b)); }, all_args);
+  for (auto _ : state) {
+    auto [dx, dy] = g(x, y);
+    benchmark::DoNotOptimize(dx.data());
+  }
+  state.SetBytesProcessed(state.iterations() * large * 16);
+}
+
+// Ten nodes: two inputs, eight elementwise ops.
+template <class X, class Y>
+auto ten_nodes(const X& x, const Y& y) {
+  return exp(x * y + 1.0f) * (x - y) / (y * y + 2.0f);
+}
+
+void call_static(benchmark::State& state) {
+  tensor<float> x = input(16, 1), y = input(16, 2);
+  auto f = jit([](auto a, auto b) { return ten_nodes(a, b); });
+  for (auto _ : state) benchmark::DoNotOptimize(f(x, y).data());
+}
+
+void call_eager(benchmark::State& state) {
+  tensor<float> x = input(16, 1), y = input(16, 2);
+  for (auto _ : state) benchmark::DoNotOptimize(ten_nodes(x, y).data());
+}
+
+}  // namespace
+
+BENCHMARK(chain_stream_copy)->UseRealTime();
+BENCHMARK(chain_hand)->UseRealTime();
+BENCHMARK(chain_static)->UseRealTime();
+BENCHMARK(chain_eager)->UseRealTime();
+BENCHMARK(gradient_hand)->UseRealTime();
+BENCHMARK(gradient_static)->UseRealTime();
+BENCHMARK(gradient_eager)->UseRealTime();
+BENCHMARK(call_static);
+BENCHMARK(call_eager);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,212 @@
+#pragma once
+// A traced graph as text and as Graphviz dot, forward and backward, with the
+// fusion groups the compile-time passes found. The dump walks the traced
+// values, so every runtime instance is one line (two nodes of one type that
+// hold different scalars are two lines), and reads the passes' answers for
+// each class: which values get a buffer, which are computed in registers
+// inside a group's loop.
+
+#include <cstddef>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tandem/graph/execute.hpp"
+#include "tandem/graph/structure.hpp"
+
+namespace tandem {
+namespace detail {
+
+// One traced value, as the dumps print it.
+struct dump_value {
+  std::string op;              // "mul", "input 0", "constant 0.5", "sum"...
+  std::string dtype;           // "float32"
+  std::vector<std::size_t> operands;
+  bool buffer = false;         // materialized: an output, or a group's or kernel's result
+  bool eager_kernel = false;   // a non-elementwise op run by its eager kernel
+  bool leaf = false;           // an input, a captured tensor or a scalar
+  std::vector<std::size_t> groups;  // the fused loops computing it (a pure value may be recomputed in several)
+};
+
+// One step of the backward: the gradient of a buffer sent on to the values
+// it was computed from, by one fused adjoint loop or by an eager backward.
+struct dump_step {
+  std::size_t from;
+  std::vector<std::size_t> to;
+};
+
+template <class Root>
+class graph_dumper {
+ public:
+  std::vector<dump_value> values;
+  std::vector<std::size_t> outputs;
+  std::size_t group_count = 0;
+  std::vector<dump_step> backward;  // in the order they run
+
+  explicit graph_dumper(const Root& root) {
+    apply_operands([&](const auto&... out) { (outputs.push_back(visit(out)), ...); }, root.children);
+    for (std::size_t v = 0; v < values.size(); ++v)
+      if (values[v].buffer && !values[v].eager_kernel) mark_group(v, group_count++);
+    for (std::size_t v = values.size(); v-- > 0;)
+      if (values[v].buffer && values[v].dtype.starts_with("float")) backward.push_back({v, gradient_targets(v)});
+  }
+
+  bool in_group(std::size_t v, std::size_t group) const {
+    for (std::size_t g : values[v].groups)
+      if (g == group) return true;
+    return false;
+  }
+
+ private:
+  std::unordered_map<const void*, std::size_t> seen_;
+
+  template <class N>
+  std::size_t visit(const sym<N>& s) {
+    const void* key = key_of(s);
+    if (auto found = seen_.find(key); found != seen_.end()) return found->second;
+    dump_value v;
+    v.dtype = std::string(dtype_name(dtype_of<value_of_t<N>>));
+    if constexpr (node_traits<N>::is_input) {
+      v.op = "input " + std::to_string(node_traits<N>::index);
+      v.leaf = true;
+    } else if constexpr (node_traits<N>::is_captured) {
+      v.op = "captured " + to_string(s.node().value.shape());
+      v.leaf = true;
+    } else if constexpr (node_traits<N>::is_constant) {
+      std::ostringstream text;
+      text << "constant " << +s.node().value;
+      v.op = text.str();
+      v.leaf = true;
+    } else {
+      apply_operands([&](const auto&... c) { (v.operands.push_back(visit(c)), ...); }, s.node().children);
+      if constexpr (node_traits<N>::is_apply) {
+        v.op = s.node().name;
+        v.buffer = v.eager_kernel = true;
+      } else {
+        v.op = node_traits<N>::op::name;
+        v.buffer = materialized_v<Root, N>;
+      }
+    }
+    values.push_back(std::move(v));
+    seen_.emplace(key, values.size() - 1);
+    return values.size() - 1;
+  }
+
+  // The values outside v's group (or v's operands, for an eager kernel)
+  // that take a gradient from it.
+  std::vector<std::size_t> gradient_targets(std::size_t v) const {
+    std::vector<std::size_t> targets;
+    auto add = [&](std::size_t c) {
+      const dump_value& x = values[c];
+      bool takes = x.dtype.starts_with("float") && !x.op.starts_with("constant");
+      for (std::size_t t : targets) takes = takes && t != c;
+      if (takes) targets.push_back(c);
+    };
+    if (values[v].eager_kernel) {
+      for (std::size_t c : values[v].operands) add(c);
+      return targets;
+    }
+    std::size_t group = values[v].groups.front();
+    for (std::size_t u = 0; u < values.size(); ++u)
+      if (in_group(u, group))
+        for (std::size_t c : values[u].operands)
+          if (!in_group(c, group)) add(c);
+    return targets;
+  }
+
+  // The group rooted at buffer v: v and the unbuffered elementwise values
+  // it reads, transitively.
+  void mark_group(std::size_t v, std::size_t group) {
+    values[v].groups.push_back(group);
+    for (std::size_t c : values[v].operands) {
+      const dump_value& child = values[c];
+      if (!child.buffer && !child.leaf && (child.groups.empty() || child.groups.back() != group))
+        mark_group(c, group);
+    }
+  }
+};
+
+inline std::string value_name(std::size_t v) { return "%" + std::to_string(v); }
+
+inline std::string value_list_text(const std::vector<std::size_t>& values) {
+  std::string text;
+  for (std::size_t v : values) text += (text.empty() ? " " : ", ") + value_name(v);
+  return text;
+}
+
+template <class Root>
+std::string graph_text(const Root& root) {
+  graph_dumper<Root> d(root);
+  std::ostringstream out;
+  out << "forward\n";
+  for (std::size_t v = 0; v < d.values.size(); ++v) {
+    const dump_value& x = d.values[v];
+    out << "  " << value_name(v) << " = " << x.op << value_list_text(x.operands) << " : " << x.dtype;
+    if (x.eager_kernel) out << "    [eager kernel, buffer]";
+    else if (x.buffer) out << "    [group " << x.groups.front() << ": fused loop, buffer]";
+    else if (!x.groups.empty()) {
+      out << "    [in group";
+      for (std::size_t g : x.groups) out << " " << g;
+      out << "]";
+    }
+    out << "\n";
+  }
+  out << "  return" << value_list_text(d.outputs) << "\nbackward\n";
+  for (const dump_step& step : d.backward) {
+    const dump_value& x = d.values[step.from];
+    out << "  d" << value_name(step.from) << " ->" << value_list_text(step.to);
+    if (x.eager_kernel) out << "    [eager backward of " << x.op << "]\n";
+    else out << "    [group " << x.groups.front() << ": one fused adjoint loop]\n";
+  }
+  return out.str();
+}
+
+template <class Root>
+std::string graph_dot(const Root& root) {
+  graph_dumper<Root> d(root);
+  std::ostringstream out;
+  out << "digraph tandem {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n";
+  auto label = [&](std::size_t v) { return value_name(v) + "\\n" + d.values[v].op + " : " + d.values[v].dtype; };
+  out << "  subgraph cluster_forward {\n  label=\"forward\";\n";
+  for (std::size_t g = 0; g < d.group_count; ++g) {
+    out << "  subgraph cluster_group" << g << " {\n    label=\"group " << g
+        << ": one fused loop\";\n    style=filled; color=lightblue;\n";
+    for (std::size_t v = 0; v < d.values.size(); ++v)
+      if (d.in_group(v, g) && (d.values[v].buffer || d.values[v].groups.front() == g))
+        out << "    v" << v << " [label=\"" << label(v) << "\"" << (d.values[v].buffer ? ", style=bold" : "")
+            << "];\n";
+    out << "  }\n";
+  }
+  for (std::size_t v = 0; v < d.values.size(); ++v) {
+    const dump_value& x = d.values[v];
+    if (!x.groups.empty()) continue;
+    out << "  v" << v << " [label=\"" << label(v) << "\"";
+    if (x.leaf) out << ", shape=ellipse";
+    if (x.eager_kernel) out << ", style=filled, color=lightyellow";
+    out << "];\n";
+  }
+  for (std::size_t v = 0; v < d.values.size(); ++v)
+    for (std::size_t c : d.values[v].operands) out << "  v" << c << " -> v" << v << ";\n";
+  out << "  }\n  subgraph cluster_backward {\n  label=\"backward\";\n";
+  for (std::size_t k = 0; k < d.backward.size(); ++k) {
+    const dump_step& step = d.backward[k];
+    const dump_value& x = d.values[step.from];
+    out << "  b" << k << " [label=\"d" << value_name(step.from) << "\\n"
+        << (x.eager_kernel ? "eager backward of " + x.op : "group " + std::to_string(x.groups.front()) + " adjoint loop")
+        << "\", style=filled, color=" << (x.eager_kernel ? "lightyellow" : "lightpink") << "];\n";
+  }
+  for (std::size_t k = 0; k < d.backward.size(); ++k)
+    for (std::size_t to : d.backward[k].to) {
+      std::size_t next = k;
+      for (std::size_t j = k + 1; j < d.backward.size() && next == k; ++j)
+        if (d.backward[j].from == to) next = j;
+      if (next != k) out << "  b" << k << " -> b" << next << ";\n";
+      else out << "  b" << k << " -> g" << to << ";\n  g" << to << " [shape=ellipse, label=\"d" << value_name(to) << "\"];\n";
+    }
+  out << "  }\n}\n";
+  return out.str();
+}
+
+}  // namespace detail
+}  // namespace tandem

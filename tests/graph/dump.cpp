@@ -1,0 +1,47 @@
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "tandem/tandem.hpp"
+
+using namespace tandem;
+
+namespace {
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+}  // namespace
+
+TEST_CASE("the text dump lists values, fusion groups and the backward steps") {
+  auto f = jit([](auto x, auto y) { return sum(exp(x * y) * y + x * 0.5, 1) * 2.0; });
+  tensor<float> x = ones<float>({2, 3}), y = ones<float>({2, 3});
+  std::string text = f.text(x, y);
+  CHECK(has(text, "%2 = mul %0, %1 : float32    [in group 0]"));
+  CHECK(has(text, "%5 = constant 0.5 : float32"));
+  CHECK(has(text, "%7 = add %4, %6 : float32    [group 0: fused loop, buffer]"));
+  CHECK(has(text, "%8 = sum %7 : float32    [eager kernel, buffer]"));
+  CHECK(has(text, "%10 = mul %8, %9 : float32    [group 1: fused loop, buffer]"));
+  CHECK(has(text, "return %10"));
+  CHECK(has(text, "d%8 -> %7    [eager backward of sum]"));
+  CHECK(has(text, "d%7 -> %0, %1    [group 0: one fused adjoint loop]"));
+}
+
+TEST_CASE("a value reused by pure type is one line; different scalars are two") {
+  auto shared = jit([](auto a) { return repeat<3>(a, [](auto h) { return h * h + h; }); });
+  std::string text = shared.text(tensor<double>{1.0});
+  CHECK(has(text, "%6 = add %5, %4"));
+  CHECK(!has(text, "%7 ="));
+  auto scaled = jit([](auto a) { return a * 2.0 + a * 3.0; });
+  std::string two = scaled.text(tensor<double>{1.0});
+  CHECK(has(two, "constant 2"));
+  CHECK(has(two, "constant 3"));
+}
+
+TEST_CASE("the dot dump marks each fusion group as a cluster, forward and backward") {
+  auto f = jit([](auto x, auto y) { return sum(exp(x * y) * y + x * 0.5, 1) * 2.0; });
+  tensor<float> x = ones<float>({2, 3}), y = ones<float>({2, 3});
+  std::string dot = f.dot(x, y);
+  CHECK(has(dot, "digraph tandem {"));
+  CHECK(has(dot, "subgraph cluster_group0"));
+  CHECK(has(dot, "subgraph cluster_group1"));
+  CHECK(has(dot, "subgraph cluster_backward"));
+  CHECK(has(dot, "v7 -> v8;"));
+}
