@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct dump_value {
   bool buffer = false;         // materialized: an output, or a group's or kernel's result
   bool eager_kernel = false;   // a non-elementwise op run by its eager kernel
   bool leaf = false;           // an input, a captured tensor or a scalar
+  bool takes_gradient = false; // floating, and not a scalar of the program
   std::vector<std::size_t> groups;  // the fused loops computing it (a pure value may be recomputed in several)
 };
 
@@ -49,7 +51,7 @@ class graph_dumper {
     for (std::size_t v = 0; v < values.size(); ++v)
       if (values[v].buffer && !values[v].eager_kernel) mark_group(v, group_count++);
     for (std::size_t v = values.size(); v-- > 0;)
-      if (values[v].buffer && values[v].dtype.starts_with("float")) backward.push_back({v, gradient_targets(v)});
+      if (values[v].buffer && values[v].takes_gradient) backward.push_back({v, gradient_targets(v)});
   }
 
   bool in_group(std::size_t v, std::size_t group) const {
@@ -67,6 +69,7 @@ class graph_dumper {
     if (auto found = seen_.find(key); found != seen_.end()) return found->second;
     dump_value v;
     v.dtype = std::string(dtype_name(dtype_of<value_of_t<N>>));
+    v.takes_gradient = std::is_floating_point_v<value_of_t<N>> && !node_traits<N>::is_constant;
     if constexpr (node_traits<N>::is_input) {
       v.op = "input " + std::to_string(node_traits<N>::index);
       v.leaf = true;
@@ -98,8 +101,7 @@ class graph_dumper {
   std::vector<std::size_t> gradient_targets(std::size_t v) const {
     std::vector<std::size_t> targets;
     auto add = [&](std::size_t c) {
-      const dump_value& x = values[c];
-      bool takes = x.dtype.starts_with("float") && !x.op.starts_with("constant");
+      bool takes = values[c].takes_gradient;
       for (std::size_t t : targets) takes = takes && t != c;
       if (takes) targets.push_back(c);
     };

@@ -258,19 +258,18 @@ class executor final : public graph_run {
       }
       [&]<std::size_t... F, std::size_t... J>(std::index_sequence<F...>, std::index_sequence<J...>) {
         gather_adjoints<Kernel, wanted[F]...> op{kernel};
-        const auto& in = operands;
-        if (common_contiguous_shape(seed, std::get<J>(in)...))
+        if (common_contiguous_shape(seed, std::get<J>(operands)...))
           elementwise_flat<C, C>(op, numel(out_shape), outs, flat_operand<C>{seed.data(), 1},
                                  flat_operand<value_of_t_tensor<std::tuple_element_t<J, Operands>>>{
-                                     std::get<J>(in).data(), 1}...);
+                                     std::get<J>(operands).data(), 1}...);
         else
           elementwise<C, C>(op, out_shape, outs, contiguous_strides(out_shape),
                             operand<C>{seed.data(), broadcast_strides(seed, out_shape)},
                             operand<value_of_t_tensor<std::tuple_element_t<J, Operands>>>{
-                                std::get<J>(in).data(), broadcast_strides(std::get<J>(in), out_shape)}...);
+                                std::get<J>(operands).data(), broadcast_strides(std::get<J>(operands), out_shape)}...);
         (add_gradient(keys[wanted[F]],
                       converted<value_of_t_tensor<std::tuple_element_t<wanted[F], Operands>>>(
-                          sum_to(adjoint[F], std::get<wanted[F]>(in).shape()))),
+                          sum_to(adjoint[F], std::get<wanted[F]>(operands).shape()))),
          ...);
       }(std::make_index_sequence<m>{}, std::make_index_sequence<std::tuple_size_v<Operands>>{});
     }
