@@ -11,17 +11,18 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 }  // namespace
 
 TEST_CASE("the text dump lists values, fusion groups and the backward steps") {
-  auto f = jit([](auto x, auto y) { return sum(exp(x * y) * y + x * 0.5, 1) * 2.0; });
+  auto f = jit([](auto x, auto y) { return softmax(sum(exp(x * y) * y + x * 0.5, 1) * 2.0); });
   tensor<float> x = ones<float>({2, 3}), y = ones<float>({2, 3});
   std::string text = f.text(x, y);
   CHECK(has(text, "%2 = mul %0, %1 : float32    [in group 0]"));
   CHECK(has(text, "%5 = constant 0.5 : float32"));
-  CHECK(has(text, "%7 = add %4, %6 : float32    [group 0: fused loop, buffer]"));
-  CHECK(has(text, "%8 = sum %7 : float32    [eager kernel, buffer]"));
+  CHECK(has(text, "%7 = add %4, %6 : float32    [in group 0]"));
+  CHECK(has(text, "%8 = sum %7 : float32    [group 0: fused loop with sum, buffer]"));
   CHECK(has(text, "%10 = mul %8, %9 : float32    [group 1: fused loop, buffer]"));
-  CHECK(has(text, "return %10"));
-  CHECK(has(text, "d%8 -> %7    [eager backward of sum]"));
-  CHECK(has(text, "d%7 -> %0, %1    [group 0: one fused adjoint loop]"));
+  CHECK(has(text, "%11 = softmax %10 : float32    [eager kernel, buffer]"));
+  CHECK(has(text, "return %11"));
+  CHECK(has(text, "d%11 -> %10    [eager backward of softmax]"));
+  CHECK(has(text, "d%8 -> %0, %1    [group 0: one fused adjoint loop]"));
 }
 
 TEST_CASE("a value reused by pure type is one line; different scalars are two") {

@@ -62,6 +62,14 @@ std::vector<std::pair<std::string, tensor<T>>> layouts(const tensor<T>& base) {
   return out;
 }
 
+// How many tandem buffers `run` allocates.
+template <class F>
+std::int64_t allocations_during(F&& run) {
+  std::int64_t before = memory_stats().allocations;
+  run();
+  return memory_stats().allocations - before;
+}
+
 // Row-major values of any tensor, as double.
 template <class T>
 std::vector<double> values_of(const tensor<T>& x) {

@@ -152,7 +152,14 @@ struct gradient_function {
       }
     };
     auto inputs = std::make_tuple(prepare(I, std::get<I>(arguments))...);
-    auto result = std::apply(f, inputs);
+    // A function that can use it (a static graph) learns that its output is
+    // about to be seeded with ones, so it may run the backward of a final
+    // sum inside its forward pass.
+    auto result = [&] {
+      if constexpr (!sens && requires { f.call_with_unit_seed(inputs); })
+        if (!nested) return f.call_with_unit_seed(inputs);
+      return std::apply(f, inputs);
+    }();
     const auto& output = [&]() -> const auto& {
       if constexpr (aux) return std::get<0>(result);
       else return result;

@@ -26,6 +26,7 @@ struct dump_value {
   std::vector<std::size_t> operands;
   bool buffer = false;         // materialized: an output, or a group's or kernel's result
   bool eager_kernel = false;   // a non-elementwise op run by its eager kernel
+  bool reduces = false;        // a sum or mean computed inside its group's loop
   bool leaf = false;           // an input, a captured tensor or a scalar
   bool takes_gradient = false; // floating, and not a scalar of the program
   std::vector<std::size_t> groups;  // the fused loops computing it (a pure value may be recomputed in several)
@@ -83,7 +84,10 @@ class graph_dumper {
       v.leaf = true;
     } else {
       apply_operands([&](const auto&... c) { (v.operands.push_back(visit(c)), ...); }, s.node().children);
-      if constexpr (node_traits<N>::is_apply) {
+      if constexpr (fused_summation<Root, N>()) {
+        v.op = s.node().name;
+        v.buffer = v.reduces = true;
+      } else if constexpr (node_traits<N>::is_apply) {
         v.op = s.node().name;
         v.buffer = v.eager_kernel = true;
       } else {
@@ -146,6 +150,7 @@ std::string graph_text(const Root& root) {
     const dump_value& x = d.values[v];
     out << "  " << value_name(v) << " = " << x.op << value_list_text(x.operands) << " : " << x.dtype;
     if (x.eager_kernel) out << "    [eager kernel, buffer]";
+    else if (x.reduces) out << "    [group " << x.groups.front() << ": fused loop with " << x.op << ", buffer]";
     else if (x.buffer) out << "    [group " << x.groups.front() << ": fused loop, buffer]";
     else if (!x.groups.empty()) {
       out << "    [in group";

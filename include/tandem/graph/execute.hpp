@@ -41,6 +41,8 @@ const void* key_of(const sym<N>& s) {
 struct run_counters {
   std::int64_t fused_loops = 0;
   std::int64_t eager_kernels = 0;
+  // Fused reductions that ran their group's backward in the forward pass.
+  std::int64_t forward_backward_passes = 0;
 };
 
 // What the eager graph keeps of a run that recorded for backward: its
@@ -56,7 +58,12 @@ class graph_run {
 template <class Root, class Inputs>
 class executor final : public graph_run {
  public:
-  executor(const Inputs& inputs, bool for_backward) : inputs_(inputs), for_backward_(for_backward) {}
+  // `unit_seed` is the key of an output whose backward will be seeded with
+  // ones right after this call (a grad of the graph), or null: a fused
+  // summation at that output then runs its group's backward in the same pass
+  // as its forward.
+  executor(const Inputs& inputs, bool for_backward, const void* unit_seed = nullptr)
+      : inputs_(inputs), for_backward_(for_backward), unit_seed_(unit_seed) {}
 
   template <class N>
   tensor<value_of_t<N>> value(const sym<N>& s) {
@@ -74,7 +81,8 @@ class executor final : public graph_run {
       const void* key = key_of(s);
       if (auto found = memo_.find(key); found != memo_.end()) return std::get<tensor<T>>(found->second);
       tensor<T> result;
-      if constexpr (node_traits<N>::is_apply) result = run_apply(s, key);
+      if constexpr (fused_summation<Root, N>()) result = run_summation(s, key);
+      else if constexpr (node_traits<N>::is_apply) result = run_apply(s, key);
       else result = run_group(s, key);
       memo_.emplace(key, result);
       return result;
@@ -84,7 +92,13 @@ class executor final : public graph_run {
   // Backward from the gradients of the outputs (by key); afterwards
   // gradient(key) gives what reached an input or a captured tensor.
   void backward(std::vector<std::pair<const void*, any_tensor>> seeds) override {
-    for (auto& [key, g] : seeds) add_gradient(key, std::move(g));
+    for (auto& [key, g] : seeds)
+      std::visit(
+          [&, key = key](auto& t) {
+            using T = typename std::decay_t<decltype(t)>::value_type;
+            if constexpr (takes_gradients<T>) add_gradient(key, std::move(t));
+          },
+          g);
     for (auto step = steps_.rbegin(); step != steps_.rend(); ++step) {
       auto found = gradients_.find(step->key);
       if (found == gradients_.end()) continue;
@@ -102,10 +116,27 @@ class executor final : public graph_run {
   const std::unordered_map<const void*, any_tensor>& captured() const { return captured_; }
   const run_counters& counters() const { return counters_; }
 
-  void add_gradient(const void* key, any_tensor g) {
+  // Only the floating types the graph computes in ever add gradients: a
+  // visit over every alternative of any_tensor would instantiate eager
+  // addition (and its autograd) for bool, integers and the other float
+  // type in every translation unit that jits anything.
+  template <class T>
+  static constexpr bool takes_gradients = [] {
+    bool found = false;
+    hana::for_each(classes_of<Root>::value, [&](auto c) {
+      using C = typename decltype(c)::type;
+      if constexpr (!std::is_void_v<value_of_t<C>>) found = found || std::is_same_v<value_of_t<C>, T>;
+    });
+    return found && std::is_floating_point_v<T>;
+  }();
+
+  template <class T>
+  void add_gradient(const void* key, tensor<T> g) {
     auto [at, fresh] = gradients_.try_emplace(key, g);
-    if (!fresh)
-      std::visit([&](auto& sum) { sum = sum + std::get<std::decay_t<decltype(sum)>>(g); }, at->second);
+    if (!fresh) {
+      tensor<T>& sum = std::get<tensor<T>>(at->second);
+      sum = sum + g;
+    }
   }
 
  private:
@@ -192,6 +223,22 @@ class executor final : public graph_run {
     }
   }
 
+  // The group's scalars and leaves, bound for one run.
+  template <class R, class Kernel, class Operands>
+  void bind_leaves(const sym<R>& s, Kernel& kernel, Operands& operands, std::vector<const void*>& keys) {
+    keys.assign(Kernel::n_operands, nullptr);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      auto one = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) {
+        using L = type_at<typename Kernel::pure_list, J>;
+        std::get<J>(operands) = value(sym<L>{});
+        keys[J] = key_of(sym<L>{});
+      };
+      (one(std::integral_constant<std::size_t, I>{}), ...);
+      (void)one;
+    }(std::make_index_sequence<Kernel::n_pure>{});
+    bind_group(s, kernel, operands, keys);
+  }
+
   template <class R>
   tensor<value_of_t<R>> run_group(const sym<R>& s, const void* key) {
     using kernel_type = group_kernel<Root, R>;
@@ -200,17 +247,8 @@ class executor final : public graph_run {
     ++counters_.fused_loops;
     kernel_type kernel;
     typename group_operands<R>::tensors operands;
-    std::vector<const void*> keys(kernel_type::n_operands);
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      auto one = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) {
-        using L = type_at<typename kernel_type::pure_list, J>;
-        std::get<J>(operands) = value(sym<L>{});
-        keys[J] = key_of(sym<L>{});
-      };
-      (one(std::integral_constant<std::size_t, I>{}), ...);
-      (void)one;
-    }(std::make_index_sequence<kernel_type::n_pure>{});
-    bind_group(s, kernel, operands, keys);
+    std::vector<const void*> keys;
+    bind_leaves(s, kernel, operands, keys);
 
     shape out_shape = std::apply([](const auto&... t) { return broadcast_all<kernel_type>(t...); }, operands);
     tensor<T> out(out_shape);
@@ -224,14 +262,120 @@ class executor final : public graph_run {
         },
         operands);
     if constexpr (std::is_floating_point_v<T>) {
-      if (for_backward_ && kernel_type::non_differentiable)
-        throw error(std::string("tandem::") + kernel_type::non_differentiable +
-                    ": this op has no derivative rule, but an input requires a gradient; give the op a "
-                    "derivative<I>(g, y, x...) member or specialize tandem::derivative");
-      if (for_backward_)
+      if (for_backward_) {
+        require_derivatives<kernel_type>();
         steps_.push_back({key, [kernel, operands, keys, out_shape](executor& self, const any_tensor& g) {
                             self.group_backward(kernel, std::get<tensor<T>>(g), operands, keys, out_shape);
                           }});
+      }
+    }
+    return out;
+  }
+
+  template <class Kernel>
+  static void require_derivatives() {
+    if (Kernel::non_differentiable)
+      throw error(std::string("tandem::") + Kernel::non_differentiable +
+                  ": this op has no derivative rule, but an input requires a gradient; give the op a "
+                  "derivative<I>(g, y, x...) member or specialize tandem::derivative");
+  }
+
+  // A sum or mean computed inside the loop of the group feeding it: the
+  // group runs a tile at a time into a per-thread buffer that the reduction
+  // reads while it is in cache, so the group's value never reaches memory.
+  // Its backward is the group's adjoint loop with the reduction's gradient
+  // as a broadcast seed; at a unit-seeded output it runs in the same pass.
+  template <class N>
+  tensor<value_of_t<N>> run_summation(const sym<N>& s, const void* key) {
+    using R = std::tuple_element_t<0, typename node_traits<N>::children>;
+    using kernel_type = group_kernel<Root, R>;
+    using T = value_of_t<N>;
+    ++counters_.fused_loops;
+    const N& node = s.node();
+    kernel_type kernel;
+    typename group_operands<R>::tensors operands;
+    std::vector<const void*> keys;
+    bind_leaves(operand_at<0>(node.children), kernel, operands, keys);
+    shape extent = std::apply([](const auto&... t) { return broadcast_all<kernel_type>(t...); }, operands);
+    reduction_shape plan = plan_reduction(extent, node.fn.ax, node.fn.keepdims, node.name);
+
+    // Rows ([kept..., reduced...]) unless every reduced axis comes before
+    // every kept one: then columns, so the group's loop still runs along
+    // its innermost axis.
+    bool columns = !plan.kept_order.empty() && !plan.reduced_order.empty() &&
+                   plan.reduced_order.back() < plan.kept_order[0];
+    dims order = columns ? plan.reduced_order : plan.kept_order;
+    for (auto axis : columns ? plan.kept_order : plan.reduced_order) order.push_back(axis);
+    shape arranged;
+    for (auto axis : order) arranged.push_back(extent[axis]);
+    auto arrange_strides = [&](const dims& strides) {
+      dims result;
+      for (auto axis : order) result.push_back(strides[axis]);
+      return result;
+    };
+
+    // Only an output read by nothing else is seeded with exactly ones.
+    constexpr bool may_run_one_pass = edge_count_v<Root, N> == 1 && std::is_floating_point_v<T> &&
+                                      floating_operands<decltype(operands)>().size() > 0;
+    bool one_pass = may_run_one_pass && for_backward_ && key == unit_seed_;
+    if (for_backward_) require_derivatives<kernel_type>();
+    if (one_pass) ++counters_.forward_backward_passes;
+    constexpr bool is_mean = N::fn_type::is_mean;
+    T seed_scale = is_mean ? T(1) / static_cast<T>(plan.length) : T(1);
+    auto finish = [&] {
+      if constexpr (is_mean)
+        return [length = static_cast<T>(plan.length)](T total) { return total / length; };
+      else
+        return [](T total) { return total; };
+    }();
+
+    tensor<T> out(plan.out_shape);
+    std::apply(
+        [&](const auto&... t) {
+          dims tile_strides = contiguous_strides(arranged);
+          std::array<dims, sizeof...(t)> strides{arrange_strides(broadcast_strides(t, extent))...};
+          auto space = [&]<std::size_t... K>(std::index_sequence<K...>) {
+            return merge_axes<1 + sizeof...(t)>(arranged, {&tile_strides, &strides[K]...});
+          }(std::index_sequence_for<decltype(t)...>{});
+          auto reduce = [&](const auto& source) {
+            if (columns)
+              reduce_columns_from<sum_reducer, T>(sum_reducer{}, source, plan.kept, plan.length, out.data(), finish);
+            else
+              reduce_rows_from<sum_reducer, T>(sum_reducer{}, source, plan.kept, plan.length, out.data(), finish);
+          };
+          using bases_type = std::tuple<const value_of_t_tensor<decltype(t)>*...>;
+          if (!one_pass) {
+            reduce(fused_source<T, 0, kernel_type, 1 + sizeof...(t), value_of_t_tensor<decltype(t)>...>{
+                kernel, space, bases_type{t.data()...}});
+            return;
+          }
+          if constexpr (may_run_one_pass) {
+            constexpr auto wanted = floating_operands<decltype(operands)>();
+            [&]<std::size_t... F>(std::index_sequence<F...>) {
+              std::array<tensor<T>, wanted.size()> adjoint{(static_cast<void>(F), tensor<T>(arranged))...};
+              value_then_adjoints<kernel_type, wanted[F]...> op{kernel, seed_scale};
+              reduce(fused_source<T, wanted.size(), decltype(op), 1 + sizeof...(t), value_of_t_tensor<decltype(t)>...>{
+                  op, space, bases_type{t.data()...}, {adjoint[F].data()...}});
+              dims back(order.size());
+              for (std::size_t i = 0; i < order.size(); ++i) back[static_cast<std::size_t>(order[i])] = static_cast<std::int64_t>(i);
+              auto in_place = [&](const tensor<T>& a) { return a.permute(std::span<const std::int64_t>(back.data(), back.size())); };
+              (add_gradient(keys[wanted[F]], converted<value_of_t_tensor<std::tuple_element_t<wanted[F], decltype(operands)>>>(
+                                                 sum_to(in_place(adjoint[F]), std::get<wanted[F]>(operands).shape()))),
+               ...);
+            }(std::make_index_sequence<wanted.size()>{});
+          }
+        },
+        operands);
+
+    if constexpr (std::is_floating_point_v<T>) {
+      if (for_backward_ && !one_pass) {
+        shape kept_dims = plan_reduction(extent, node.fn.ax, true, node.name).out_shape;
+        steps_.push_back({key, [kernel, operands, keys, extent, kept_dims, seed_scale](executor& self, const any_tensor& g) {
+                            tensor<T> seed = std::get<tensor<T>>(g).reshape(kept_dims);
+                            if (seed_scale != T(1)) seed = seed * seed_scale;
+                            self.group_backward(kernel, seed, operands, keys, extent);
+                          }});
+      }
     }
     return out;
   }
@@ -295,10 +439,25 @@ class executor final : public graph_run {
     else return t.template astype<U>();
   }
 
+  // A unit-seeded fused summation's op: the group's value (to reduce), then
+  // the adjoints of the operands I..., for a seed of `seed` everywhere.
+  template <class Kernel, std::size_t... I>
+  struct value_then_adjoints {
+    static constexpr const char* name = "fused_forward_backward";
+    static constexpr bool vectorizable = Kernel::vectorizable, flatten = true;
+    Kernel kernel;
+    typename Kernel::compute_type seed;
+    template <class V, class... Rest>
+    TANDEM_ALWAYS_INLINE std::array<V, 1 + sizeof...(I)> operator()(const V& first, const Rest&... rest) const {
+      auto both = kernel.value_and_adjoints(V(seed), std::array<V, 1 + sizeof...(Rest)>{first, rest...});
+      return {both.value, both.adjoints[I]...};
+    }
+  };
+
   template <class Kernel, std::size_t... I>
   struct gather_adjoints {
     static constexpr const char* name = "fused_backward";
-    static constexpr bool vectorizable = Kernel::vectorizable;
+    static constexpr bool vectorizable = Kernel::vectorizable, flatten = true;
     Kernel kernel;
     template <class V, class... In>
     TANDEM_ALWAYS_INLINE std::array<V, sizeof...(I)> operator()(const V& g, const In&... in) const {
@@ -309,6 +468,7 @@ class executor final : public graph_run {
 
   const Inputs& inputs_;
   bool for_backward_;
+  const void* unit_seed_;
   std::unordered_map<const void*, any_tensor> memo_;
   std::unordered_map<const void*, any_tensor> gradients_;
   std::unordered_map<const void*, any_tensor> captured_;

@@ -26,6 +26,12 @@ inline constexpr bool differentiable_v = []<class... C>(std::tuple<C...>*) {
   return has_derivative_rule<typename node_traits<P>::op, fused::lane<V>, std::conditional_t<true, fused::lane<V>, C>...>;
 }(static_cast<typename node_traits<P>::children*>(nullptr));
 
+template <class V, std::size_t N>
+struct value_with_adjoints {
+  V value;
+  std::array<V, N> adjoints;
+};
+
 template <class Root, class R>
 struct group_kernel {
   using leaves = group_leaves<Root, R>;
@@ -36,6 +42,7 @@ struct group_kernel {
   using compute_type = typename R::compute_type;
   // Shape errors of the group name the op at its root.
   static constexpr const char* name = node_traits<R>::op::name;
+  static constexpr bool flatten = true;
 
   static constexpr std::size_t n_classes = decltype(hana::length(leaves::classes))::value;
   static constexpr std::size_t n_pure = decltype(hana::length(leaves::pure))::value;
@@ -74,22 +81,29 @@ struct group_kernel {
   template <class V>
   TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE std::array<V, n_operands> adjoints(
       const V& g, const std::array<V, n_operands>& in) const {
+    return value_and_adjoints(g, in).adjoints;
+  }
+
+  // The group's value and its leaves' gradients, from one evaluation.
+  template <class V>
+  TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE value_with_adjoints<V, n_operands> value_and_adjoints(
+      const V& g, const std::array<V, n_operands>& in) const {
     std::array<V, n_classes> value = values(in);
     std::array<V, n_classes> adjoint;
     std::array<V, n_operands> result;
     adjoint.fill(V(0));
     result.fill(V(0));
     adjoint[n_classes - 1] = g;
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) TANDEM_INLINE_LAMBDA {
       (back<n_classes - 1 - I>(value, adjoint, result, in), ...);
     }(std::make_index_sequence<n_classes>{});
-    return result;
+    return {value[n_classes - 1], result};
   }
 
   template <class V>
   TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE std::array<V, n_classes> values(const std::array<V, n_operands>& in) const {
     std::array<V, n_classes> value;
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) TANDEM_INLINE_LAMBDA {
       ((value[I] = compute<I>(value, in)), ...);
     }(std::make_index_sequence<n_classes>{});
     return value;
@@ -113,7 +127,7 @@ struct group_kernel {
   TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE V compute(const std::array<V, n_classes>& value,
                                                     const std::array<V, n_operands>& in) const {
     using P = type_at<classes_list, I>;
-    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return [&]<std::size_t... K>(std::index_sequence<K...>) TANDEM_INLINE_LAMBDA {
       return fused::apply(typename node_traits<P>::op{}, read<P, K>(value, in)...);
     }(std::make_index_sequence<std::tuple_size_v<children_of<P>>>{});
   }
@@ -124,7 +138,7 @@ struct group_kernel {
                                                     const std::array<V, n_operands>& in) const {
     using P = type_at<classes_list, I>;
     if constexpr (std::is_floating_point_v<typename P::value_type> && differentiable_v<P, compute_type>) {
-      [&]<std::size_t... K>(std::index_sequence<K...>) {
+      [&]<std::size_t... K>(std::index_sequence<K...>) TANDEM_INLINE_LAMBDA {
         (send<P, I, K>(value, adjoint, result, in), ...);
       }(std::make_index_sequence<std::tuple_size_v<children_of<P>>>{});
     }
@@ -136,7 +150,7 @@ struct group_kernel {
                                                     const std::array<V, n_operands>& in) const {
     using C = std::tuple_element_t<K, children_of<P>>;
     if constexpr (std::is_floating_point_v<typename C::value_type> && !node_traits<C>::is_constant) {
-      auto contribution = [&]<std::size_t... J>(std::index_sequence<J...>) {
+      auto contribution = [&]<std::size_t... J>(std::index_sequence<J...>) TANDEM_INLINE_LAMBDA {
         return apply_rule<K>(typename node_traits<P>::op{}, fused::lane<V>{adjoint[I]}, fused::lane<V>{value[I]},
                              fused::lane<V>{read<P, J>(value, in)}...);
       }(std::make_index_sequence<std::tuple_size_v<children_of<P>>>{});

@@ -30,13 +30,33 @@ auto operand_symbol(const X& x) {
 
 }  // namespace detail
 
+namespace detail {
+
+// sum and mean: besides their eager kernel, the executor can run them inside
+// the loop of the elementwise group that feeds them (structure.hpp).
+template <bool Mean>
+struct summation {
+  static constexpr bool is_mean = Mean;
+  axes ax;
+  bool keepdims;
+  template <class T>
+  auto operator()(const tensor<T>& t) const {
+    if constexpr (Mean) return mean(t, ax, keepdims);
+    else return sum(t, ax, keepdims);
+  }
+};
+template <bool Mean>
+inline constexpr bool is_summation<summation<Mean>> = true;
+
+}  // namespace detail
+
 template <class N>
 auto sum(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) {
-  return detail::apply_eager("sum", [ax, keepdims](const auto& t) { return sum(t, ax, keepdims); }, x);
+  return detail::apply_eager("sum", detail::summation<false>{ax, keepdims}, x);
 }
 template <class N>
 auto mean(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) {
-  return detail::apply_eager("mean", [ax, keepdims](const auto& t) { return mean(t, ax, keepdims); }, x);
+  return detail::apply_eager("mean", detail::summation<true>{ax, keepdims}, x);
 }
 template <class N>
 auto prod(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) {

@@ -7,13 +7,14 @@
 // plan. The cache is shared by copies of a static_graph and safe to use from
 // several threads at once.
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tandem/core/dtype.hpp"
@@ -36,38 +37,76 @@ struct plan {
   std::int64_t eager_kernels = 0;
 };
 
+// A call's signature, packed into integers so that a cache lookup formats
+// nothing: per argument, a tensor's element type, rank and extents (all
+// tensors are on the CPU for now), or a mark for a scalar.
+struct signature {
+  small_vector<std::int64_t, 16> words;
+  friend bool operator==(const signature& a, const signature& b) {
+    return a.words.size() == b.words.size() && std::equal(a.words.begin(), a.words.end(), b.words.begin());
+  }
+};
+
+struct signature_hash {
+  std::size_t operator()(const signature& s) const {
+    std::uint64_t h = 1469598103934665603ull;
+    for (std::int64_t w : s.words) h = (h ^ static_cast<std::uint64_t>(w)) * 1099511628211ull;
+    return static_cast<std::size_t>(h);
+  }
+};
+
+inline constexpr std::int64_t scalar_mark = -1;
+
 template <class X>
-void describe_argument(std::string& into, const X& x) {
-  if (!into.empty()) into += ", ";
+void add_argument(signature& s, const X& x) {
   if constexpr (is_tensor_v<X>) {
-    into += dtype_name(dtype_of<typename X::value_type>);
-    into += to_string(x.shape());
-    into += "@cpu";
+    s.words.push_back(static_cast<std::int64_t>(dtype_of<typename X::value_type>));
+    s.words.push_back(static_cast<std::int64_t>(x.shape().size()));
+    for (std::int64_t extent : x.shape()) s.words.push_back(extent);
   } else {
-    into += "scalar";
+    s.words.push_back(scalar_mark);
   }
 }
 
 template <class... A>
-std::string signature_of(const A&... a) {
-  std::string s;
-  (describe_argument(s, a), ...);
+signature signature_of(const A&... a) {
+  signature s;
+  (add_argument(s, a), ...);
   return s;
+}
+
+// "float32[2, 3]@cpu, scalar": for statistics and messages.
+inline std::string describe(const signature& s) {
+  std::string text;
+  for (std::size_t i = 0; i < s.words.size();) {
+    if (!text.empty()) text += ", ";
+    if (s.words[i] == scalar_mark) {
+      text += "scalar";
+      ++i;
+      continue;
+    }
+    text += dtype_name(static_cast<dtype>(s.words[i]));
+    std::size_t rank = static_cast<std::size_t>(s.words[i + 1]);
+    text += to_string(shape(std::span<const std::int64_t>(s.words.data() + i + 2, rank)));
+    text += "@cpu";
+    i += 2 + rank;
+  }
+  return text;
 }
 
 class plan_cache {
  public:
   // The plan for a signature, or null (a miss) when none was built yet.
-  std::shared_ptr<const plan> find(const std::string& signature) {
+  std::shared_ptr<const plan> find(const signature& key) {
     std::shared_lock lock(mutex_);
-    auto found = plans_.find(signature);
+    auto found = plans_.find(key);
     if (found == plans_.end()) return nullptr;
     hits_.fetch_add(1, std::memory_order_relaxed);
     return found->second;
   }
-  void insert(const std::string& signature, std::shared_ptr<const plan> p) {
+  void insert(const signature& key, std::shared_ptr<const plan> p) {
     std::unique_lock lock(mutex_);
-    if (plans_.emplace(signature, std::move(p)).second) order_.push_back(signature);
+    if (plans_.emplace(key, std::move(p)).second) order_.push_back(describe(key));
     ++misses_;
   }
   plan_statistics statistics() const {
@@ -77,7 +116,7 @@ class plan_cache {
 
  private:
   mutable std::shared_mutex mutex_;
-  std::map<std::string, std::shared_ptr<const plan>> plans_;
+  std::unordered_map<signature, std::shared_ptr<const plan>, signature_hash> plans_;
   std::vector<std::string> order_;
   std::atomic<std::int64_t> hits_{0};
   std::int64_t misses_ = 0;

@@ -114,7 +114,20 @@ class static_graph {
   template <class... A>
   auto operator()(const A&... a) const {
     if (!jit_enabled()) return f_(a...);
-    return run(std::index_sequence_for<A...>{}, a...);
+    return run(std::index_sequence_for<A...>{}, false, a...);
+  }
+
+  // A call whose first output's backward is seeded with ones right after
+  // (grad and value_and_grad of the graph make it): a sum or mean at that
+  // output runs its group's backward in the same pass as its forward.
+  template <class... A>
+  auto call_with_unit_seed(const std::tuple<A...>& arguments) const {
+    return std::apply(
+        [&](const A&... a) {
+          if (!jit_enabled()) return f_(a...);
+          return run(std::index_sequence_for<A...>{}, true, a...);
+        },
+        arguments);
   }
 
   plan_statistics statistics() const { return cache_->statistics(); }
@@ -141,20 +154,21 @@ class static_graph {
 
  private:
   template <class... A, std::size_t... I>
-  auto run(std::index_sequence<I...>, const A&... a) const {
+  auto run(std::index_sequence<I...>, bool unit_seed, const A&... a) const {
     auto root = trace(a...);
     using root_type = decltype(root);
     using inputs_type = std::tuple<const A&...>;
     using exec_type = detail::executor<root_type, inputs_type>;
 
-    std::string signature = detail::signature_of(a...);
+    detail::signature signature = detail::signature_of(a...);
     std::shared_ptr<const detail::plan> known = cache_->find(signature);
     bool recording = is_grad_enabled() && (detail::input_requires_grad(a) || ... || has_captured<root_type>());
     inputs_type inputs{a...};
     // Types that name the graph type never reach std::make_shared, std::tuple
     // or a shared_ptr conversion: GCC 12 checks those in time exponential in
     // the depth of the graph (30 steps of h*h+h took minutes).
-    std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(inputs, recording)));
+    const void* seeded = unit_seed ? output_keys(root)[0] : nullptr;
+    std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(inputs, recording, seeded)));
     auto* exec = static_cast<exec_type*>(run.get());
     auto outputs = detail::apply_operands([&](const auto&... out) { return std::tuple{exec->value(out)...}; }, root.children);
     if (!known) {

@@ -127,10 +127,19 @@ inline constexpr std::size_t slots_naming = []<class... K>(std::tuple<K...>*) {
   return (std::size_t{0} + ... + std::size_t{std::is_same_v<K, C>});
 }(static_cast<typename node_traits<P>::children*>(nullptr));
 
+// Whether P reads C in registers: P is elementwise in C's compute type, or
+// P sums C (a floating value computed in its own type) inside C's loop.
 template <class P, class C>
 constexpr bool computes_alike() {
-  if constexpr (node_traits<P>::is_map) return std::is_same_v<typename P::compute_type, typename C::compute_type>;
-  else return false;
+  if constexpr (node_traits<P>::is_map) {
+    return std::is_same_v<typename P::compute_type, typename C::compute_type>;
+  } else if constexpr (node_traits<P>::is_summation && node_traits<C>::is_map) {
+    using T = typename C::value_type;
+    return std::is_floating_point_v<T> && std::is_same_v<T, typename C::compute_type> &&
+           std::is_same_v<T, typename P::value_type>;
+  } else {
+    return false;
+  }
 }
 
 // The passes are variable templates: each answer is computed once per
@@ -156,6 +165,13 @@ inline constexpr bool materialized_v = [] {
 template <class Root, class C>
 constexpr bool fused_into_parent() {
   return node_traits<C>::is_map && !materialized_v<Root, C>;
+}
+
+// Whether summation N runs inside the loop of the group of its operand.
+template <class Root, class N>
+constexpr bool fused_summation() {
+  if constexpr (node_traits<N>::is_summation) return fused_into_parent<Root, std::tuple_element_t<0, typename node_traits<N>::children>>();
+  else return false;
 }
 
 // The classes of R's group, children before parents, R last: the same

@@ -94,6 +94,12 @@ decltype(auto) apply_operands(F&& f, const operand_list<T...>& list) {
 template <class Fn, class T, class... C>
 struct apply_node;
 
+// Whether an apply node's function is a sum or a mean (graph/ops.hpp): a
+// reduction that a graph computes inside the loop of the elementwise group
+// feeding it, whose backward hands that group a broadcast seed.
+template <class Fn>
+inline constexpr bool is_summation = false;
+
 template <class N>
 inline constexpr bool is_pure = false;
 template <std::size_t I, class T>
@@ -166,6 +172,7 @@ struct map_node {
 template <class Fn, class T, class... C>
 struct apply_node {
   using value_type = T;
+  using fn_type = Fn;
   Fn fn;
   const char* name;
   operand_list<sym<C>...> children;
@@ -181,8 +188,8 @@ sym<N> make_sym(Args&&... args) {
 
 template <class N>
 struct node_traits {
-  static constexpr bool is_map = false, is_apply = false, is_input = false, is_constant = false,
-                        is_captured = false;
+  static constexpr bool is_map = false, is_apply = false, is_summation = false, is_input = false,
+                        is_constant = false, is_captured = false;
   using children = std::tuple<>;
 };
 template <std::size_t I, class T>
@@ -207,6 +214,7 @@ struct node_traits<map_node<Op, C...>> : node_traits<void> {
 template <class Fn, class T, class... C>
 struct node_traits<apply_node<Fn, T, C...>> : node_traits<void> {
   static constexpr bool is_apply = true;
+  static constexpr bool is_summation = detail::is_summation<Fn>;
   using children = std::tuple<C...>;
 };
 

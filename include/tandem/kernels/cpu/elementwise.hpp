@@ -180,8 +180,8 @@ void gathered_row(const Op& op, std::int64_t n, Out out, std::int64_t out_stride
 #endif
 
 template <class R, class C, class Op, class Out, class... In>
-void run_row(const Op& op, std::int64_t n, Out out, std::int64_t out_stride, std::tuple<const In*...> in,
-             const std::array<std::int64_t, sizeof...(In)>& stride) {
+TANDEM_ALWAYS_INLINE void row_body(const Op& op, std::int64_t n, Out out, std::int64_t out_stride,
+                                   std::tuple<const In*...> in, const std::array<std::int64_t, sizeof...(In)>& stride) {
   constexpr auto seq = std::index_sequence_for<In...>{};
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
   if constexpr (std::is_same_v<R, C> && (std::is_same_v<In, C> && ...) && simd::supported<C> &&
@@ -196,6 +196,29 @@ void run_row(const Op& op, std::int64_t n, Out out, std::int64_t out_stride, std
   }
 #endif
   scalar_row<C>(op, n, out, out_stride, in, stride, seq);
+}
+
+// Ops that are a whole fused group declare `static constexpr bool flatten =
+// true` and get their row flattened (TANDEM_FLATTEN, core/config.hpp). A
+// single eager op gains little from it, and flattening every eager op costs
+// compile time in every translation unit.
+template <class Op>
+constexpr bool op_wants_flattening() {
+  if constexpr (requires { Op::flatten; }) return Op::flatten;
+  else return false;
+}
+
+template <class R, class C, class Op, class Out, class... In>
+TANDEM_FLATTEN void flattened_row(const Op& op, std::int64_t n, Out out, std::int64_t out_stride,
+                                  std::tuple<const In*...> in, const std::array<std::int64_t, sizeof...(In)>& stride) {
+  row_body<R, C>(op, n, out, out_stride, in, stride);
+}
+
+template <class R, class C, class Op, class Out, class... In>
+void run_row(const Op& op, std::int64_t n, Out out, std::int64_t out_stride, std::tuple<const In*...> in,
+             const std::array<std::int64_t, sizeof...(In)>& stride) {
+  if constexpr (op_wants_flattening<Op>()) flattened_row<R, C>(op, n, out, out_stride, in, stride);
+  else row_body<R, C>(op, n, out, out_stride, in, stride);
 }
 
 // The common case without index arithmetic: out and every input contiguous
@@ -214,6 +237,54 @@ void elementwise_flat(const Op& op, std::int64_t n, Out out, const flat_operand<
   });
 }
 
+// Where linear position `pos` of `space` (row-major over its sizes) is: its
+// index along each axis, and each operand's offset.
+template <std::size_t N>
+TANDEM_ALWAYS_INLINE void locate(const loop_space<N>& space, std::int64_t pos, dims& index,
+                                 std::array<std::int64_t, N>& offset) {
+  const std::size_t rank = space.sizes.size();
+  index = dims(rank, 0);
+  offset.fill(0);
+  for (std::size_t axis = rank; axis-- > 0;) {
+    index[axis] = pos % space.sizes[axis];
+    pos /= space.sizes[axis];
+    for (std::size_t k = 0; k < N; ++k) offset[k] += index[axis] * space.strides[k][axis];
+  }
+}
+
+// Runs op over positions [begin, end) of `space`, whose operand 0 is the
+// output and the rest are `bases`. The output is addressed relative to
+// `begin`: `out` is where the result for `begin` goes. A fused reduction
+// runs a group into a small tile so, one span at a time.
+template <class R, class C, class Op, class Out, std::size_t N, class... In>
+void elementwise_range(const Op& op, const loop_space<N>& space, Out out, const std::tuple<const In*...>& bases,
+                       std::int64_t begin, std::int64_t end) {
+  static_assert(N == sizeof...(In) + 1);
+  const std::size_t rank = space.sizes.size();
+  const std::int64_t inner = space.sizes.back();
+  dims index;
+  std::array<std::int64_t, N> offset;
+  locate(space, begin, index, offset);
+  const std::int64_t out_origin = offset[0];
+  std::array<std::int64_t, sizeof...(In)> inner_stride;
+  for (std::size_t k = 0; k < sizeof...(In); ++k) inner_stride[k] = space.strides[k + 1][rank - 1];
+
+  for (std::int64_t pos = begin; pos < end;) {
+    std::int64_t n = std::min(inner - index[rank - 1], end - pos);
+    run_row<R, C>(op, n, shifted(out, offset[0] - out_origin), space.strides[0][rank - 1],
+                  row_start(bases, offset, std::index_sequence_for<In...>{}), inner_stride);
+    pos += n;
+    for (std::size_t j = 0; j < N; ++j) offset[j] += n * space.strides[j][rank - 1];
+    index[rank - 1] += n;
+    for (std::size_t axis = rank - 1; axis > 0 && index[axis] == space.sizes[axis]; --axis) {
+      for (std::size_t j = 0; j < N; ++j)
+        offset[j] += space.strides[j][axis - 1] - space.sizes[axis] * space.strides[j][axis];
+      index[axis] = 0;
+      ++index[axis - 1];
+    }
+  }
+}
+
 // out[i] = R(op(C(in_0[i]), ..., C(in_k[i]))) over `extent`, with out and
 // each input addressed through its own strides.
 template <class R, class C, class Op, class Out, class... In>
@@ -222,36 +293,12 @@ void elementwise(const Op& op, const shape& extent, Out out, const dims& out_str
   std::int64_t total = numel(extent);
   if (total == 0) return;
   loop_space<n_operands> space = merge_axes<n_operands>(extent, {&out_strides, &in.strides...});
-  const std::size_t rank = space.sizes.size();
-  const std::int64_t inner = space.sizes.back();
   const std::tuple<const In*...> bases{in.data...};
-
   parallel_for(total, elementwise_grain, [&](std::int64_t begin, std::int64_t end) {
-    dims index(rank, 0);
-    std::array<std::int64_t, n_operands> offset{};
-    std::int64_t rest = begin;
-    for (std::size_t axis = rank; axis-- > 0;) {
-      index[axis] = rest % space.sizes[axis];
-      rest /= space.sizes[axis];
-      for (std::size_t k = 0; k < n_operands; ++k) offset[k] += index[axis] * space.strides[k][axis];
-    }
-    std::array<std::int64_t, sizeof...(In)> inner_stride;
-    for (std::size_t k = 0; k < sizeof...(In); ++k) inner_stride[k] = space.strides[k + 1][rank - 1];
-
-    for (std::int64_t pos = begin; pos < end;) {
-      std::int64_t n = std::min(inner - index[rank - 1], end - pos);
-      run_row<R, C>(op, n, shifted(out, offset[0]), space.strides[0][rank - 1],
-                    row_start(bases, offset, std::index_sequence_for<In...>{}), inner_stride);
-      pos += n;
-      for (std::size_t j = 0; j < n_operands; ++j) offset[j] += n * space.strides[j][rank - 1];
-      index[rank - 1] += n;
-      for (std::size_t axis = rank - 1; axis > 0 && index[axis] == space.sizes[axis]; --axis) {
-        for (std::size_t j = 0; j < n_operands; ++j)
-          offset[j] += space.strides[j][axis - 1] - space.sizes[axis] * space.strides[j][axis];
-        index[axis] = 0;
-        ++index[axis - 1];
-      }
-    }
+    dims index;
+    std::array<std::int64_t, n_operands> offset;
+    locate(space, begin, index, offset);
+    elementwise_range<R, C>(op, space, shifted(out, offset[0]), bases, begin, end);
   });
 }
 

@@ -11,8 +11,10 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "tandem/kernels/cpu/elementwise.hpp"
 #include "tandem/kernels/cpu/simd.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
@@ -48,26 +50,77 @@ A reduce_span(const Reducer& r, const T* p, std::int64_t n, A acc) {
   return acc;
 }
 
+// Where a reduction's inputs come from. `span(first, n, tile)` gives the n
+// inputs from linear position `first` of the arranged problem: an array is
+// read in place; a fused producer (fused_source) computes them into `tile`,
+// a per-thread buffer of `tile_size(n)` elements, so that the elementwise
+// work feeding a reduction never reaches memory.
+template <class T>
+struct array_source {
+  using value_type = T;
+  const T* data;
+  static constexpr std::int64_t tile_size(std::int64_t) { return 0; }
+  const T* span(std::int64_t first, std::int64_t, T*) const { return data + first; }
+};
+
+// A reduction's inputs computed on the fly by an elementwise op over
+// `space`, whose operand 0 is contiguous over the arranged problem (the
+// tile) and whose others are `bases`. An op returning std::array<V, 1 + M>
+// gives the input to reduce first and writes the rest, in the same pass, to
+// `extra`: arrays laid out like the whole arranged problem (the adjoints of
+// a fused backward).
+template <class C, std::size_t M, class Op, std::size_t N, class... In>
+struct fused_source {
+  using value_type = C;
+  const Op& op;
+  const loop_space<N>& space;
+  std::tuple<const In*...> bases;
+  std::array<C*, M> extra{};
+  static constexpr std::int64_t tile_size(std::int64_t n) { return n; }
+  const C* span(std::int64_t first, std::int64_t n, C* tile) const {
+    if (n == 0) return tile;
+    if constexpr (M == 0) {
+      elementwise_range<C, C>(op, space, tile, bases, first, first + n);
+    } else {
+      output_set<C, M + 1> out;
+      out.data[0] = tile;
+      for (std::size_t k = 0; k < M; ++k) out.data[k + 1] = extra[k] + first;
+      elementwise_range<C, C>(op, space, out, bases, first, first + n);
+    }
+    return tile;
+  }
+};
+
+// A per-thread buffer for `n` inputs of `source` (none for an array).
+template <class Source>
+std::unique_ptr<typename Source::value_type[]> tile_buffer(const Source& source, std::int64_t n) {
+  std::int64_t size = source.tile_size(n);
+  if (size == 0) return nullptr;
+  return std::make_unique_for_overwrite<typename Source::value_type[]>(static_cast<std::size_t>(size));
+}
+
 // out[k] = finish(combine over m of input[k * M + m]).
-template <class Reducer, class A, class T, class R, class Finish>
-void reduce_rows(const Reducer& r, const T* input, std::int64_t rows, std::int64_t length, R* out,
-                 const Finish& finish) {
+template <class Reducer, class A, class Source, class R, class Finish>
+void reduce_rows_from(const Reducer& r, const Source& source, std::int64_t rows, std::int64_t length, R* out,
+                      const Finish& finish) {
   if (rows == 0) return;
   std::int64_t blocks = std::max<std::int64_t>(1, (length + reduce_block - 1) / reduce_block);
   if (blocks == 1) {
     std::int64_t grain = std::max<std::int64_t>(1, reduce_block / std::max<std::int64_t>(length, 1));
     parallel_for(rows, grain, [&](std::int64_t b, std::int64_t e) {
+      auto tile = tile_buffer(source, length);
       for (std::int64_t k = b; k < e; ++k)
-        out[k] = finish(reduce_span(r, input + k * length, length, r.template identity<A>()));
+        out[k] = finish(reduce_span(r, source.span(k * length, length, tile.get()), length, r.template identity<A>()));
     });
     return;
   }
   std::vector<A> partial(static_cast<std::size_t>(rows * blocks));
   parallel_for(rows * blocks, 1, [&](std::int64_t b, std::int64_t e) {
+    auto tile = tile_buffer(source, reduce_block);
     for (std::int64_t task = b; task < e; ++task) {
       std::int64_t k = task / blocks, block = task % blocks;
       std::int64_t first = block * reduce_block, n = std::min(reduce_block, length - first);
-      partial[task] = reduce_span(r, input + k * length + first, n, r.template identity<A>());
+      partial[task] = reduce_span(r, source.span(k * length + first, n, tile.get()), n, r.template identity<A>());
     }
   });
   for (std::int64_t k = 0; k < rows; ++k) {
@@ -77,26 +130,45 @@ void reduce_rows(const Reducer& r, const T* input, std::int64_t rows, std::int64
   }
 }
 
-// out[k] = finish(combine over m of input[m * K + k]), vectorised along k.
 template <class Reducer, class A, class T, class R, class Finish>
-void reduce_columns(const Reducer& r, const T* input, std::int64_t columns, std::int64_t length, R* out,
-                    const Finish& finish) {
+void reduce_rows(const Reducer& r, const T* input, std::int64_t rows, std::int64_t length, R* out,
+                 const Finish& finish) {
+  reduce_rows_from<Reducer, A>(r, array_source<T>{input}, rows, length, out, finish);
+}
+
+// out[k] = finish(combine over m of input[m * K + k]), vectorised along k.
+template <class Reducer, class A, class Source, class R, class Finish>
+void reduce_columns_from(const Reducer& r, const Source& source, std::int64_t columns, std::int64_t length, R* out,
+                         const Finish& finish) {
+  using T = typename Source::value_type;
   std::int64_t grain = std::max<std::int64_t>(64, reduce_block / std::max<std::int64_t>(length, 1));
   parallel_for(columns, grain, [&](std::int64_t b, std::int64_t e) {
     std::vector<A> acc(static_cast<std::size_t>(e - b), r.template identity<A>());
+    std::int64_t piece = std::min(e - b, reduce_block);
+    auto tile = tile_buffer(source, piece);
     for (std::int64_t m = 0; m < length; ++m) {
-      const T* row = input + m * columns + b;
-      std::int64_t k = 0;
+      for (std::int64_t from = b; from < e; from += piece) {
+        std::int64_t width = std::min(piece, e - from);
+        const T* row = source.span(m * columns + from, width, tile.get());
+        A* into = acc.data() + (from - b);
+        std::int64_t k = 0;
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
-      if constexpr (std::is_same_v<T, A> && simd::supported<A>) {
-        constexpr std::int64_t w = static_cast<std::int64_t>(simd::batch<A>::size);
-        for (; k + w <= e - b; k += w) simd::store(acc.data() + k, r(simd::load(acc.data() + k), simd::load(row + k)));
-      }
+        if constexpr (std::is_same_v<T, A> && simd::supported<A>) {
+          constexpr std::int64_t w = static_cast<std::int64_t>(simd::batch<A>::size);
+          for (; k + w <= width; k += w) simd::store(into + k, r(simd::load(into + k), simd::load(row + k)));
+        }
 #endif
-      for (; k < e - b; ++k) acc[k] = r(acc[k], static_cast<A>(row[k]));
+        for (; k < width; ++k) into[k] = r(into[k], static_cast<A>(row[k]));
+      }
     }
     for (std::int64_t k = b; k < e; ++k) out[k] = finish(acc[k - b]);
   });
+}
+
+template <class Reducer, class A, class T, class R, class Finish>
+void reduce_columns(const Reducer& r, const T* input, std::int64_t columns, std::int64_t length, R* out,
+                    const Finish& finish) {
+  reduce_columns_from<Reducer, A>(r, array_source<T>{input}, columns, length, out, finish);
 }
 
 // Index of the first largest (or smallest) element of each row; NaN counts
