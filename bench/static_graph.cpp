@@ -6,7 +6,10 @@
 //   gradient_*  d/dx and d/dy of sum(f(x, y)) for a 6-op elementwise f:
 //               hand fused adjoint loop, tandem static, tandem eager;
 //   call_*      a cached 10-node graph on 16-element tensors: the cost of a
-//               call, static against eager.
+//               call, static against eager;
+//   layer_*     matmul alone and relu(matmul + bias) as static graphs, at
+//               m x k x n = 128x784x256 and 128x256x10: what a matmul
+//               epilogue could save (the second minus the first).
 //
 //   ./build/release/bench/bench_static_graph --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
@@ -173,8 +176,31 @@ void call_eager(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(ten_nodes(x, y).data());
 }
 
+void layer_args(benchmark::internal::Benchmark* b) {
+  b->Args({128, 784, 256})->Args({128, 256, 10});
+}
+
+template <class F>
+void run_layer(benchmark::State& state, F f) {
+  generator gen(3);
+  tensor<float> x = uniform<float>({state.range(0), state.range(1)}, -1, 1, gen);
+  tensor<float> w = uniform<float>({state.range(1), state.range(2)}, -1, 1, gen);
+  tensor<float> b = uniform<float>({state.range(2)}, -1, 1, gen);
+  for (auto _ : state) benchmark::DoNotOptimize(f(x, w, b).data());
+}
+
+void layer_matmul(benchmark::State& state) {
+  run_layer(state, jit([](auto x, auto w, auto) { return matmul(x, w); }));
+}
+
+void layer_matmul_relu_bias(benchmark::State& state) {
+  run_layer(state, jit([](auto x, auto w, auto b) { return relu(matmul(x, w) + b); }));
+}
+
 }  // namespace
 
+BENCHMARK(layer_matmul)->Apply(layer_args)->UseRealTime();
+BENCHMARK(layer_matmul_relu_bias)->Apply(layer_args)->UseRealTime();
 BENCHMARK(chain_stream_copy)->UseRealTime();
 BENCHMARK(chain_hand)->UseRealTime();
 BENCHMARK(chain_static)->UseRealTime();
