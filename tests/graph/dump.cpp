@@ -8,12 +8,17 @@ using namespace tandem;
 
 namespace {
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The graph both dumps show: two fusion groups (the first ending in a fused
+// sum), then an eager kernel.
+auto dumped_graph() {
+  return jit([](auto x, auto y) { return softmax(sum(exp(x * y) * y + x * 0.5, 1) * 2.0); });
+}
+const tensor<float> dumped_x = ones<float>({2, 3}), dumped_y = ones<float>({2, 3});
 }  // namespace
 
 TEST_CASE("the text dump lists values, fusion groups and the backward steps") {
-  auto f = jit([](auto x, auto y) { return softmax(sum(exp(x * y) * y + x * 0.5, 1) * 2.0); });
-  tensor<float> x = ones<float>({2, 3}), y = ones<float>({2, 3});
-  std::string text = f.text(x, y);
+  std::string text = dumped_graph().text(dumped_x, dumped_y);
   CHECK(has(text, "%2 = mul %0, %1 : float32    [in group 0]"));
   CHECK(has(text, "%5 = constant 0.5 : float32"));
   CHECK(has(text, "%7 = add %4, %6 : float32    [in group 0]"));
@@ -37,9 +42,7 @@ TEST_CASE("a value reused by pure type is one line; different scalars are two") 
 }
 
 TEST_CASE("the dot dump marks each fusion group as a cluster, forward and backward") {
-  auto f = jit([](auto x, auto y) { return sum(exp(x * y) * y + x * 0.5, 1) * 2.0; });
-  tensor<float> x = ones<float>({2, 3}), y = ones<float>({2, 3});
-  std::string dot = f.dot(x, y);
+  std::string dot = dumped_graph().dot(dumped_x, dumped_y);
   CHECK(has(dot, "digraph tandem {"));
   CHECK(has(dot, "subgraph cluster_group0"));
   CHECK(has(dot, "subgraph cluster_group1"));

@@ -359,9 +359,7 @@ class executor final : public graph_run {
               dims back(order.size());
               for (std::size_t i = 0; i < order.size(); ++i) back[static_cast<std::size_t>(order[i])] = static_cast<std::int64_t>(i);
               auto in_place = [&](const tensor<T>& a) { return a.permute(std::span<const std::int64_t>(back.data(), back.size())); };
-              (add_gradient(keys[wanted[F]], converted<value_of_t_tensor<std::tuple_element_t<wanted[F], decltype(operands)>>>(
-                                                 sum_to(in_place(adjoint[F]), std::get<wanted[F]>(operands).shape()))),
-               ...);
+              (send_adjoint<wanted[F]>(in_place(adjoint[F]), operands, keys), ...);
             }(std::make_index_sequence<wanted.size()>{});
           }
         },
@@ -411,12 +409,17 @@ class executor final : public graph_run {
                             operand<C>{seed.data(), broadcast_strides(seed, out_shape)},
                             operand<value_of_t_tensor<std::tuple_element_t<J, Operands>>>{
                                 std::get<J>(operands).data(), broadcast_strides(std::get<J>(operands), out_shape)}...);
-        (add_gradient(keys[wanted[F]],
-                      converted<value_of_t_tensor<std::tuple_element_t<wanted[F], Operands>>>(
-                          sum_to(adjoint[F], std::get<wanted[F]>(operands).shape()))),
-         ...);
+        (send_adjoint<wanted[F]>(adjoint[F], operands, keys), ...);
       }(std::make_index_sequence<m>{}, std::make_index_sequence<std::tuple_size_v<Operands>>{});
     }
+  }
+
+  // Operand J's gradient from a group-shaped adjoint: summed over the axes
+  // the operand was broadcast along, in the operand's own type.
+  template <std::size_t J, class C, class Operands>
+  void send_adjoint(const tensor<C>& adjoint, const Operands& operands, const std::vector<const void*>& keys) {
+    const auto& leaf = std::get<J>(operands);
+    add_gradient(keys[J], converted<value_of_t_tensor<decltype(leaf)>>(sum_to(adjoint, leaf.shape())));
   }
 
   // The positions of the operands whose type takes a gradient.
