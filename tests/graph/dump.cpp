@@ -49,3 +49,12 @@ TEST_CASE("the dot dump marks each fusion group as a cluster, forward and backwa
   CHECK(has(dot, "subgraph cluster_backward"));
   CHECK(has(dot, "v7 -> v8;"));
 }
+
+TEST_CASE("the dumps name the group a matmul runs as its epilogue") {
+  auto layer = jit([](auto x, auto w, auto b) { return relu(matmul(x, w) + b); });
+  tensor<float> x = ones<float>({2, 3}), w = ones<float>({3, 4}), b = ones<float>({4});
+  std::string text = layer.text(x, w, b);
+  CHECK(has(text, "%2 = matmul %0, %1 : float32    [eager kernel, group 0 as its epilogue]"));
+  CHECK(has(text, "%5 = relu %4 : float32    [group 0: fused loop, buffer]"));
+  CHECK(has(layer.dot(x, w, b), "matmul : float32\\nepilogue: group 0"));
+}

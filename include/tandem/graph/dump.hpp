@@ -27,6 +27,8 @@ struct dump_value {
   bool buffer = false;         // materialized: an output, or a group's or kernel's result
   bool eager_kernel = false;   // a non-elementwise op run by its eager kernel
   bool reduces = false;        // a sum or mean computed inside its group's loop
+  bool epilogue = false;       // a matmul running its reader's group on each finished block
+  std::size_t epilogue_group = 0;
   bool leaf = false;           // an input, a captured tensor or a scalar
   bool takes_gradient = false; // floating, and not a scalar of the program
   std::vector<std::size_t> groups;  // the fused loops computing it (a pure value may be recomputed in several)
@@ -51,6 +53,9 @@ class graph_dumper {
     apply_operands([&](const auto&... out) { (outputs.push_back(visit(out)), ...); }, root.children);
     for (std::size_t v = 0; v < values.size(); ++v)
       if (values[v].buffer && !values[v].eager_kernel) mark_group(v, group_count++);
+    for (std::size_t u = 0; u < values.size(); ++u)
+      for (std::size_t c : values[u].operands)
+        if (values[c].epilogue) values[c].epilogue_group = values[u].groups.front();
     for (std::size_t v = values.size(); v-- > 0;)
       if (values[v].buffer && values[v].takes_gradient) backward.push_back({v, gradient_targets(v)});
   }
@@ -90,6 +95,7 @@ class graph_dumper {
       } else if constexpr (node_traits<N>::is_apply) {
         v.op = s.node().name;
         v.buffer = v.eager_kernel = true;
+        v.epilogue = runs_epilogue<Root, N>();
       } else {
         v.op = node_traits<N>::op::name;
         v.buffer = materialized_v<Root, N>;
@@ -149,7 +155,8 @@ std::string graph_text(const Root& root) {
   for (std::size_t v = 0; v < d.values.size(); ++v) {
     const dump_value& x = d.values[v];
     out << "  " << value_name(v) << " = " << x.op << value_list_text(x.operands) << " : " << x.dtype;
-    if (x.eager_kernel) out << "    [eager kernel, buffer]";
+    if (x.epilogue) out << "    [eager kernel, group " << x.epilogue_group << " as its epilogue]";
+    else if (x.eager_kernel) out << "    [eager kernel, buffer]";
     else if (x.reduces) out << "    [group " << x.groups.front() << ": fused loop with " << x.op << ", buffer]";
     else if (x.buffer) out << "    [group " << x.groups.front() << ": fused loop, buffer]";
     else if (!x.groups.empty()) {
@@ -188,7 +195,9 @@ std::string graph_dot(const Root& root) {
   for (std::size_t v = 0; v < d.values.size(); ++v) {
     const dump_value& x = d.values[v];
     if (!x.groups.empty()) continue;
-    out << "  v" << v << " [label=\"" << label(v) << "\"";
+    out << "  v" << v << " [label=\"" << label(v);
+    if (x.epilogue) out << "\\nepilogue: group " << x.epilogue_group;
+    out << "\"";
     if (x.leaf) out << ", shape=ellipse";
     if (x.eager_kernel) out << ", style=filled, color=lightyellow";
     out << "];\n";

@@ -8,6 +8,7 @@
 // order is the static graph's backward.
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -19,6 +20,7 @@
 #include "tandem/autograd/grad_mode.hpp"
 #include "tandem/graph/kernel.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
+#include "tandem/ops/linalg.hpp"
 #include "tandem/ops/reduce.hpp"
 
 namespace tandem::detail {
@@ -43,6 +45,8 @@ struct run_counters {
   std::int64_t eager_kernels = 0;
   // Fused reductions that ran their group's backward in the forward pass.
   std::int64_t forward_backward_passes = 0;
+  // Groups run inside a GEMM, on each block of the product it finished.
+  std::int64_t matmul_epilogues = 0;
 };
 
 // What the eager graph keeps of a run that recorded for backward: its
@@ -196,36 +200,58 @@ class executor final : public graph_run {
     using tensors = decltype(make(typename kernel::pure_list{}, typename kernel::tensor_list{}));
   };
 
+  // A matmul whose group runs as its epilogue: its operands, bound in place
+  // of the product, which the group computes itself.
+  template <class T>
+  struct product_operands {
+    tensor<T> a, b;
+    const void* key_a = nullptr;
+    const void* key_b = nullptr;
+  };
+  struct no_product_operands {};
+
   // Binds the group's scalars and tensor leaves, walking from its root
   // through the data-holding classes inside it (each has one instance here).
-  // The kernel and operand types are deduced, never spelled from R: GCC 12
-  // matches a parameter spelled `group_kernel<Root, R>&` against its argument
-  // by walking both types' arguments as trees, which costs time exponential
-  // in the depth of the graph.
-  template <class P, class Kernel, class Operands>
-  void bind_group(const sym<P>& p, Kernel& kernel, Operands& operands, std::vector<const void*>& keys) {
+  // The operand at position Skip (a matmul with an epilogue) is not run: its
+  // operands go to `product`. The kernel and operand types are deduced,
+  // never spelled from R: GCC 12 matches a parameter spelled
+  // `group_kernel<Root, R>&` against its argument by walking both types'
+  // arguments as trees, which costs time exponential in the depth of the
+  // graph.
+  template <std::size_t Skip, class P, class Kernel, class Operands, class Product>
+  void bind_group(const sym<P>& p, Kernel& kernel, Operands& operands, std::vector<const void*>& keys,
+                  Product& product) {
     [&]<std::size_t... K>(std::index_sequence<K...>) {
-      (bind_slot<P, K>(operand_at<K>(p.node().children), kernel, operands, keys), ...);
+      (bind_slot<Skip, P, K>(operand_at<K>(p.node().children), kernel, operands, keys, product), ...);
     }(std::make_index_sequence<std::tuple_size_v<typename node_traits<P>::children>>{});
   }
 
-  template <class P, std::size_t K, class C, class Kernel, class Operands>
-  void bind_slot(const sym<C>& c, Kernel& kernel, Operands& operands, std::vector<const void*>& keys) {
+  template <std::size_t Skip, class P, std::size_t K, class C, class Kernel, class Operands, class Product>
+  void bind_slot(const sym<C>& c, Kernel& kernel, Operands& operands, std::vector<const void*>& keys,
+                 Product& product) {
     if constexpr (fused_into_parent<Root, C>()) {
-      if constexpr (!is_pure<C>) bind_group(c, kernel, operands, keys);
+      if constexpr (!is_pure<C>) bind_group<Skip>(c, kernel, operands, keys, product);
     } else if constexpr (node_traits<C>::is_constant) {
       kernel.constants[index_in<typename Kernel::constant_list, slot<P, K>>()] =
           static_cast<typename Kernel::compute_type>(c.node().value);
     } else if constexpr (!is_pure<C>) {
       constexpr std::size_t at = Kernel::n_pure + index_in<typename Kernel::tensor_list, slot<P, K>>();
-      std::get<at>(operands) = value(c);
       keys[at] = key_of(c);
+      if constexpr (at == Skip) {
+        product.a = value(operand_at<0>(c.node().children));
+        product.b = value(operand_at<1>(c.node().children));
+        product.key_a = key_of(operand_at<0>(c.node().children));
+        product.key_b = key_of(operand_at<1>(c.node().children));
+      } else {
+        std::get<at>(operands) = value(c);
+      }
     }
   }
 
   // The group's scalars and leaves, bound for one run.
-  template <class R, class Kernel, class Operands>
-  void bind_leaves(const sym<R>& s, Kernel& kernel, Operands& operands, std::vector<const void*>& keys) {
+  template <std::size_t Skip = no_product, class R, class Kernel, class Operands, class Product = no_product_operands>
+  void bind_leaves(const sym<R>& s, Kernel& kernel, Operands& operands, std::vector<const void*>& keys,
+                   Product&& product = {}) {
     keys.assign(Kernel::n_operands, nullptr);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       auto one = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) {
@@ -236,7 +262,7 @@ class executor final : public graph_run {
       (one(std::integral_constant<std::size_t, I>{}), ...);
       (void)one;
     }(std::make_index_sequence<Kernel::n_pure>{});
-    bind_group(s, kernel, operands, keys);
+    bind_group<Skip>(s, kernel, operands, keys, product);
   }
 
   template <class R>
@@ -248,19 +274,30 @@ class executor final : public graph_run {
     kernel_type kernel;
     typename group_operands<R>::tensors operands;
     std::vector<const void*> keys;
-    bind_leaves(s, kernel, operands, keys);
-
-    shape out_shape = std::apply([](const auto&... t) { return broadcast_all<kernel_type>(t...); }, operands);
-    tensor<T> out(out_shape);
-    std::apply(
-        [&](const auto&... t) {
-          if (common_contiguous_shape(t...))
-            elementwise_flat<T, C>(kernel, out.numel(), out.data(), flat_operand<value_of_t_tensor<decltype(t)>>{t.data(), 1}...);
-          else
-            elementwise<T, C>(kernel, out_shape, out.data(), contiguous_strides(out_shape),
-                              operand<value_of_t_tensor<decltype(t)>>{t.data(), broadcast_strides(t, out_shape)}...);
-        },
-        operands);
+    shape out_shape;
+    std::optional<tensor<T>> done;
+    constexpr std::size_t product_slot = kernel_type::leaves::product;
+    if constexpr (product_slot != no_product) {
+      constexpr std::size_t at = kernel_type::n_pure + product_slot;
+      product_operands<value_of_t_tensor<std::tuple_element_t<at, decltype(operands)>>> product;
+      bind_leaves<at>(s, kernel, operands, keys, product);
+      done = multiply_then_group<at, T>(kernel, product, operands, keys[at], out_shape);
+    } else {
+      bind_leaves(s, kernel, operands, keys);
+      out_shape = std::apply([](const auto&... t) { return broadcast_all<kernel_type>(t...); }, operands);
+    }
+    tensor<T> out = done ? *done : tensor<T>(out_shape);
+    if (!done) {
+      std::apply(
+          [&](const auto&... t) {
+            if (common_contiguous_shape(t...))
+              elementwise_flat<T, C>(kernel, out.numel(), out.data(), flat_operand<value_of_t_tensor<decltype(t)>>{t.data(), 1}...);
+            else
+              elementwise<T, C>(kernel, out_shape, out.data(), contiguous_strides(out_shape),
+                                operand<value_of_t_tensor<decltype(t)>>{t.data(), broadcast_strides(t, out_shape)}...);
+          },
+          operands);
+    }
     if constexpr (std::is_floating_point_v<T>) {
       if (for_backward_) {
         require_derivatives<kernel_type>();
@@ -270,6 +307,102 @@ class executor final : public graph_run {
       }
     }
     return out;
+  }
+
+  // The matmul read by a group, run by the GEMM with the group as its
+  // epilogue where the group has the product's shape: each block of the
+  // product goes through the group as soon as it is final, while it is in
+  // cache. In a run without gradients the product is written into the
+  // group's output (when that has the product's type) and updated in place.
+  // Returns the group's value, or nothing where the group must still run on
+  // its own (operands that are not both 2-d; a group broadcasting the
+  // product to a larger shape): the product is then the eager kernel's.
+  template <std::size_t At, class T, class Kernel, class P, class Operands>
+  std::optional<tensor<T>> multiply_then_group(const Kernel& kernel, const product_operands<P>& product,
+                                               Operands& operands, const void* key, shape& out_shape) {
+    using C = typename Kernel::compute_type;
+    ++counters_.eager_kernels;
+    const tensor<P>& a = product.a;
+    const tensor<P>& b = product.b;
+    bool fits = a.dim() == 2 && b.dim() == 2 && a.shape(1) == b.shape(0);
+    shape product_shape;
+    if (fits) {
+      product_shape = {a.shape(0), b.shape(1)};
+      out_shape = extent_with<Kernel, At>(operands, product_shape);
+      fits = out_shape == product_shape;
+    }
+    std::optional<tensor<T>> result;
+    tensor<P> p;
+    if (!fits) {
+      no_grad plain;
+      p = matmul(a, b);
+      std::get<At>(operands) = p;
+      out_shape = std::apply([](const auto&... t) { return broadcast_all<Kernel>(t...); }, operands);
+    } else {
+      ++counters_.matmul_epilogues;
+      tensor<T> out(out_shape);
+      if constexpr (std::is_same_v<T, P>) p = for_backward_ ? tensor<P>(product_shape) : out;
+      else p = tensor<P>(product_shape);
+      std::get<At>(operands) = p;
+      std::apply(
+          [&](const auto&... t) {
+            dims out_strides = contiguous_strides(out_shape);
+            std::array<dims, sizeof...(t)> strides{broadcast_strides(t, out_shape)...};
+            auto space = [&]<std::size_t... K>(std::index_sequence<K...>) {
+              return merge_axes<1 + sizeof...(t)>(out_shape, {&out_strides, &strides[K]...});
+            }(std::index_sequence_for<decltype(t)...>{});
+            const std::tuple<const value_of_t_tensor<decltype(t)>*...> bases{t.data()...};
+            const std::int64_t m = product_shape[0], n = product_shape[1];
+            auto group = [&](const gemm_block& block) {
+              auto span = [&](std::int64_t begin, std::int64_t end) {
+                elementwise_range<T, C>(kernel, space, out.data() + begin, bases, begin, end);
+              };
+              if (block.cols == n) span(block.row * n, (block.row + block.rows) * n);
+              else
+                for (std::int64_t i = block.row; i < block.row + block.rows; ++i)
+                  span(i * n + block.col, i * n + block.col + block.cols);
+            };
+            gemm<P>(m, n, a.shape(1), {a.data(), a.strides()[0], a.strides()[1]},
+                    {b.data(), b.strides()[0], b.strides()[1]}, p.data(), n, group);
+          },
+          operands);
+      result = out;
+    }
+    if (for_backward_) record_product(p, product, key);
+    return result;
+  }
+
+  // The group's shape, with the product's shape in place of operand At
+  // (not computed yet).
+  template <class Kernel, std::size_t At, class Operands>
+  static shape extent_with(const Operands& operands, const shape& product_shape) {
+    auto shape_at = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) -> const shape& {
+      if constexpr (J == At) return product_shape;
+      else return std::get<J>(operands).shape();
+    };
+    return [&]<std::size_t... J>(std::index_sequence<J...>) {
+      shape out;
+      if ((try_broadcast(out, shape_at(std::integral_constant<std::size_t, J>{})) && ...)) return out;
+      std::string all;
+      ((all += (all.empty() ? "" : ", ") + to_string(shape_at(std::integral_constant<std::size_t, J>{}))), ...);
+      throw shape_error(std::string("tandem::") + Kernel::name + ": shapes " + all + " cannot be broadcast together");
+    }(std::make_index_sequence<std::tuple_size_v<Operands>>{});
+  }
+
+  // The product's backward: the eager matmul rule, recorded on fresh leaves
+  // standing for its operands, as run_apply does for every eager kernel.
+  template <class P>
+  void record_product(const tensor<P>& p, const product_operands<P>& product, const void* key) {
+    enable_grad recording;
+    tensor<P> a = fresh_leaf(product.a), b = fresh_leaf(product.b);
+    tensor<P> tracked = p.detach();
+    record(matmul_op{}, tracked, a, b);
+    steps_.push_back({key, [tracked, a, b, key_a = product.key_a, key_b = product.key_b](executor& self,
+                                                                                         const any_tensor& g) {
+                        tracked.backward(std::get<tensor<P>>(g));
+                        self.send_leaf(a, key_a);
+                        self.send_leaf(b, key_b);
+                      }});
   }
 
   template <class Kernel>

@@ -48,6 +48,17 @@ struct summation {
 template <bool Mean>
 inline constexpr bool is_summation<summation<Mean>> = true;
 
+// matmul: besides its eager kernel, the executor can run the elementwise
+// group that reads the product inside the GEMM, as its epilogue.
+struct matrix_product {
+  template <class A, class B>
+  auto operator()(const tensor<A>& a, const tensor<B>& b) const {
+    return matmul(a, b);
+  }
+};
+template <>
+inline constexpr bool is_matrix_product<matrix_product> = true;
+
 }  // namespace detail
 
 template <class N>
@@ -107,9 +118,7 @@ auto log_softmax(const sym<N>& x, std::int64_t axis = -1) {
 template <class A, class B>
   requires detail::any_symbolic<A, B> && detail::has_elements<A> && detail::has_elements<B>
 auto matmul(const A& a, const B& b) {
-  return detail::apply_eager(
-      "matmul", [](const auto& x, const auto& y) { return matmul(x, y); }, detail::operand_symbol(a),
-      detail::operand_symbol(b));
+  return detail::apply_eager("matmul", detail::matrix_product{}, detail::operand_symbol(a), detail::operand_symbol(b));
 }
 
 template <class L, class Target, class... Options>

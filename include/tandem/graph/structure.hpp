@@ -46,6 +46,17 @@ struct node_traits<outputs_node<C...>> : node_traits<void> {
 template <class P, std::size_t K>
 struct slot {};
 
+template <class S>
+struct slot_child;
+template <class P, std::size_t K>
+struct slot_child<slot<P, K>> {
+  using type = std::tuple_element_t<K, typename node_traits<P>::children>;
+};
+template <class S>
+using slot_child_t = typename slot_child<S>::type;
+
+inline constexpr std::size_t no_product = static_cast<std::size_t>(-1);
+
 template <class N>
 constexpr auto child_types() {
   return []<class... C>(std::tuple<C...>*) { return hana::tuple_t<C...>; }(
@@ -174,6 +185,69 @@ constexpr bool fused_summation() {
   else return false;
 }
 
+// The one class reading C, for a class read through a single slot.
+template <class C, class... P>
+struct first_reader {
+  using type = void;
+};
+template <class C, class P, class... Rest>
+struct first_reader<C, P, Rest...>
+    : std::conditional_t<(slots_naming<P, C> > 0), std::type_identity<P>, first_reader<C, Rest...>> {};
+
+template <class C, class List>
+struct reader_in;
+template <class C, class... P>
+struct reader_in<C, seen_list<P...>> : first_reader<C, P...> {};
+
+// Whether elementwise class C is computed by a group that writes a buffer,
+// rather than by one summed away inside a fused summation's loop. A fused
+// class holding runtime data has one reader, so the walk up is one path.
+template <class Root, class C>
+constexpr bool in_buffered_group() {
+  if constexpr (materialized_v<Root, C>) {
+    return true;
+  } else {
+    using Reader = typename reader_in<C, all_classes<Root>>::type;
+    if constexpr (node_traits<Reader>::is_map) return in_buffered_group<Root, Reader>();
+    else return false;
+  }
+}
+
+// Whether matmul C runs the group that reads it inside the GEMM, as its
+// epilogue: C is read by nothing else, its operands and its reader compute
+// in its floating type, and the reader's group writes a buffer.
+template <class Root, class C>
+constexpr bool runs_epilogue() {
+  if constexpr (node_traits<C>::is_matrix_product && edge_count_v<Root, C> == 1) {
+    using T = value_of_t<C>;
+    using Reader = typename reader_in<C, all_classes<Root>>::type;
+    using A = std::tuple_element_t<0, typename node_traits<C>::children>;
+    using B = std::tuple_element_t<1, typename node_traits<C>::children>;
+    if constexpr (node_traits<Reader>::is_map)
+      return std::is_floating_point_v<T> && std::is_same_v<T, typename Reader::compute_type> &&
+             std::is_same_v<T, value_of_t<A>> && std::is_same_v<T, value_of_t<B>> && in_buffered_group<Root, Reader>();
+    else
+      return false;
+  } else {
+    return false;
+  }
+}
+
+// The buffered group root above elementwise class C (C itself if buffered).
+template <class Root, class C>
+struct buffered_root {
+  using type = typename std::conditional_t<materialized_v<Root, C>, std::type_identity<C>,
+                                           buffered_root<Root, typename reader_in<C, all_classes<Root>>::type>>::type;
+};
+
+// Whether matmul C, running an epilogue, can write straight into its
+// group's output: the group's value has the product's type.
+template <class Root, class C>
+constexpr bool writes_into_group_output() {
+  using Reader = typename reader_in<C, all_classes<Root>>::type;
+  return std::is_same_v<value_of_t<typename buffered_root<Root, Reader>::type>, value_of_t<C>>;
+}
+
 // The classes of R's group, children before parents, R last: the same
 // walk as classes_of, entering only children fused into their parent.
 template <class Root, class N, class Seen>
@@ -246,6 +320,17 @@ struct group_leaves {
       return hana::append(list, s);
     else return list;
   });
+
+  // The position in `tensors` of a matmul that runs this group as its
+  // epilogue, or no_product.
+  static constexpr std::size_t product = [] {
+    std::size_t found = no_product, i = 0;
+    hana::for_each(tensors, [&](auto s) {
+      if (found == no_product && runs_epilogue<Root, slot_child_t<typename decltype(s)::type>>()) found = i;
+      ++i;
+    });
+    return found;
+  }();
 };
 
 // What the passes found, as numbers a test can static_assert.
@@ -261,13 +346,23 @@ struct graph_structure {
     });
     return n;
   }();
-  // Buffers for values that are not outputs.
+  // Matmuls running the group that reads them as their epilogue.
+  static constexpr std::size_t epilogues = [] {
+    std::size_t n = 0;
+    hana::for_each(classes_of<Root>::value, [&](auto c) { n += runs_epilogue<Root, typename decltype(c)::type>(); });
+    return n;
+  }();
+  // Buffers for values that are not outputs, in a run without gradients. A
+  // matmul with an epilogue writes into its group's output when that has
+  // its type (the group then updates the block in place).
   static constexpr std::size_t buffers = [] {
     std::size_t n = 0;
     hana::for_each(classes_of<Root>::value, [&](auto c) {
       using C = typename decltype(c)::type;
       bool output = decltype(hana::contains(child_types<Root>(), c))::value;
-      if ((materialized_v<Root, C> || node_traits<C>::is_apply) && !output) ++n;
+      bool in_place = false;
+      if constexpr (runs_epilogue<Root, C>()) in_place = writes_into_group_output<Root, C>();
+      if ((materialized_v<Root, C> || node_traits<C>::is_apply) && !output && !in_place) ++n;
     });
     return n;
   }();

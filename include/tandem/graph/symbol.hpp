@@ -100,6 +100,11 @@ struct apply_node;
 template <class Fn>
 inline constexpr bool is_summation = false;
 
+// Whether an apply node's function is matmul (graph/ops.hpp): a product
+// whose elementwise reader may run inside the GEMM, as its epilogue.
+template <class Fn>
+inline constexpr bool is_matrix_product = false;
+
 template <class N>
 inline constexpr bool is_pure = false;
 template <std::size_t I, class T>
@@ -188,8 +193,8 @@ sym<N> make_sym(Args&&... args) {
 
 template <class N>
 struct node_traits {
-  static constexpr bool is_map = false, is_apply = false, is_summation = false, is_input = false,
-                        is_constant = false, is_captured = false;
+  static constexpr bool is_map = false, is_apply = false, is_summation = false, is_matrix_product = false,
+                        is_input = false, is_constant = false, is_captured = false;
   using children = std::tuple<>;
 };
 template <std::size_t I, class T>
@@ -215,6 +220,7 @@ template <class Fn, class T, class... C>
 struct node_traits<apply_node<Fn, T, C...>> : node_traits<void> {
   static constexpr bool is_apply = true;
   static constexpr bool is_summation = detail::is_summation<Fn>;
+  static constexpr bool is_matrix_product = detail::is_matrix_product<Fn>;
   using children = std::tuple<C...>;
 };
 

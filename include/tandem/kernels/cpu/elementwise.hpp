@@ -162,6 +162,24 @@ TANDEM_ALWAYS_INLINE void put_lanes(const output_set<C, M>& out, std::int64_t at
   for (std::size_t k = 0; k < M; ++k) put_lanes(out.data[k], at, stride, m, value[k]);
 }
 
+// The last, short batch of a row whose strides are all 0 or 1: each operand
+// is copied into lanes (padded with its first element, as gathered_row
+// pads) rather than gathered lane by lane.
+template <class C, class Op, class Out, class... In, std::size_t... K>
+TANDEM_ALWAYS_INLINE void short_batch(const Op& op, std::int64_t m, Out out, const std::tuple<const In*...>& in,
+                                      const std::array<std::int64_t, sizeof...(In)>& stride, std::index_sequence<K...>) {
+  using batch = simd::batch<C>;
+  constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
+  alignas(64) std::array<std::array<C, batch::size>, sizeof...(In)> lanes;
+  auto fill = [&](C* lane, const C* from, std::int64_t s) {
+    std::int64_t copied = s == 0 ? 0 : m;
+    for (std::int64_t l = 0; l < copied; ++l) lane[l] = from[l];
+    for (std::int64_t l = copied; l < w; ++l) lane[l] = from[0];
+  };
+  (fill(lanes[K].data(), std::get<K>(in), stride[K]), ...);
+  put_lanes(out, 0, 1, m, op(simd::load(lanes[K].data())...));
+}
+
 template <class C, class Op, class Out, class... In, std::size_t... K>
 void gathered_row(const Op& op, std::int64_t n, Out out, std::int64_t out_stride, const std::tuple<const In*...>& in,
                   const std::array<std::int64_t, sizeof...(In)>& stride, std::index_sequence<K...>) {
@@ -189,7 +207,9 @@ TANDEM_ALWAYS_INLINE void row_body(const Op& op, std::int64_t n, Out out, std::i
     bool unit = out_stride == 1;
     for (auto s : stride) unit = unit && (s == 0 || s == 1);
     std::int64_t done = unit ? simd_row<C>(op, n, out, in, stride, seq) : 0;
-    if (done < n)
+    if (unit && done < n)
+      short_batch<C>(op, n - done, shifted(out, done), advance(in, stride, done, seq), stride, seq);
+    else if (done < n)
       gathered_row<C>(op, n - done, shifted(out, done * out_stride), out_stride, advance(in, stride, done, seq), stride,
                       seq);
     return;

@@ -8,12 +8,17 @@
 // two chains half as long (a little more accurate), and the float32 results
 // MindSpore's documentation prints. Threads split the rows of C; each
 // element's sum runs in the same order for any thread count.
+//
+// An epilogue, if given, is called with each block of C as soon as its sum
+// is complete, by the thread that computed it, while the block is still in
+// cache: a static graph runs the elementwise work that reads a product there.
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
 
+#include "tandem/core/config.hpp"
 #include "tandem/kernels/cpu/simd.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
@@ -38,11 +43,35 @@ struct gemm_shape {
   static constexpr std::int64_t nc = nr * 128;
 };
 
+// What an epilogue is called with: rows [row, row + rows) and columns
+// [col, col + cols) of C are final.
+struct gemm_block {
+  std::int64_t row, rows, col, cols;
+};
+
+struct no_epilogue {
+  void operator()(const gemm_block&) const {}
+};
+
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+// Where the micro-kernel reads A: a packed panel (element (i, k) at
+// a[k * MR + i]), or MR rows of A in place, through its strides.
+template <class T>
+struct a_panel {
+  const T* a;
+  std::int64_t row_stride, k_stride;
+  TANDEM_ALWAYS_INLINE T operator()(std::int64_t i, std::int64_t k) const { return a[i * row_stride + k * k_stride]; }
+};
+template <class T>
+struct packed_a_panel {
+  const T* a;
+  TANDEM_ALWAYS_INLINE T operator()(std::int64_t i, std::int64_t k) const { return a[k * gemm_shape<T>::mr + i]; }
+};
+
 // tile(MR x NR) = A panel (kc x MR) * B panel (kc x NR), accumulated into C
 // unless `overwrite` (the first block of k).
-template <class T>
-void micro_kernel(std::int64_t kc, const T* a, const T* b, T* c, std::int64_t ldc, std::int64_t rows,
+template <class T, class APanel>
+void micro_kernel(std::int64_t kc, const APanel& a, const T* b, T* c, std::int64_t ldc, std::int64_t rows,
                   std::int64_t cols, bool overwrite) {
   using G = gemm_shape<T>;
   using batch = simd::batch<T>;
@@ -56,7 +85,7 @@ void micro_kernel(std::int64_t kc, const T* a, const T* b, T* c, std::int64_t ld
 #pragma GCC unroll 6
 #endif
     for (std::int64_t i = 0; i < G::mr; ++i) {
-      batch ai(a[k * G::mr + i]);
+      batch ai(a(i, k));
       into[i][0] = xsimd::fma(ai, b0, into[i][0]);
       into[i][1] = xsimd::fma(ai, b1, into[i][1]);
     }
@@ -117,6 +146,9 @@ void pack_panel(const strided_matrix<T>& m, std::int64_t row, std::int64_t col, 
   }
 }
 
+// Up to this many panels of B, A is read in place rather than packed.
+inline constexpr std::int64_t in_place_a_panels = 2;
+
 template <class T>
 std::vector<T, xsimd::aligned_allocator<T, 64>>& packing_buffer(int which) {
   thread_local std::vector<T, xsimd::aligned_allocator<T, 64>> buffers[2];
@@ -124,13 +156,14 @@ std::vector<T, xsimd::aligned_allocator<T, 64>>& packing_buffer(int which) {
 }
 
 // C (m x n, row stride ldc) = A (m x k) * B (k x n) for float and double.
-template <class T>
+template <class T, class Epilogue = no_epilogue>
 void gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a, strided_matrix<T> b, T* c,
-                 std::int64_t ldc) {
+                 std::int64_t ldc, const Epilogue& epilogue = {}) {
   using G = gemm_shape<T>;
   if (m == 0 || n == 0) return;
   if (k == 0) {
     for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
+    epilogue(gemm_block{0, m, 0, n});
     return;
   }
   // Blocks of equal depth and height (within one MR): no thin remainder
@@ -155,15 +188,34 @@ void gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
           std::int64_t ic = block * m_block, mc = std::min(m_block, m - ic);
           if (mc <= 0) continue;
           std::int64_t panels_a = (mc + G::mr - 1) / G::mr;
-          packed_a.resize(static_cast<std::size_t>(panels_a * G::mr * kc));
-          T* pa = packed_a.data();
-          for (std::int64_t p = 0; p < panels_a; ++p)
-            pack_panel<G::mr>(a, ic + p * G::mr, pc, kc, std::min(G::mr, mc - p * G::mr), pa + p * kc * G::mr, true);
-          for (std::int64_t jp = 0; jp < panels_b; ++jp)
-            for (std::int64_t ip = 0; ip < panels_a; ++ip)
-              micro_kernel(kc, pa + ip * kc * G::mr, pb + jp * kc * G::nr,
-                           c + (ic + ip * G::mr) * ldc + jc + jp * G::nr, ldc,
-                           std::min(G::mr, mc - ip * G::mr), std::min(G::nr, nc - jp * G::nr), pc == 0);
+          auto tile = [&](std::int64_t ip, std::int64_t jp, const auto& panel) {
+            micro_kernel(kc, panel, pb + jp * kc * G::nr, c + (ic + ip * G::mr) * ldc + jc + jp * G::nr, ldc,
+                         std::min(G::mr, mc - ip * G::mr), std::min(G::nr, nc - jp * G::nr), pc == 0);
+          };
+          if (panels_b <= in_place_a_panels) {
+            // Each panel of A meets one or two panels of B: packing it would
+            // cost more than reading it in place. The last, partial panel
+            // is packed (its missing rows read as zeros).
+            for (std::int64_t ip = 0; ip < panels_a; ++ip) {
+              std::int64_t rows = std::min(G::mr, mc - ip * G::mr);
+              if (rows == G::mr) {
+                a_panel<T> panel{&a(ic + ip * G::mr, pc), a.row_stride, a.col_stride};
+                for (std::int64_t jp = 0; jp < panels_b; ++jp) tile(ip, jp, panel);
+              } else {
+                packed_a.resize(static_cast<std::size_t>(G::mr * kc));
+                pack_panel<G::mr>(a, ic + ip * G::mr, pc, kc, rows, packed_a.data(), true);
+                for (std::int64_t jp = 0; jp < panels_b; ++jp) tile(ip, jp, packed_a_panel<T>{packed_a.data()});
+              }
+            }
+          } else {
+            packed_a.resize(static_cast<std::size_t>(panels_a * G::mr * kc));
+            T* pa = packed_a.data();
+            for (std::int64_t p = 0; p < panels_a; ++p)
+              pack_panel<G::mr>(a, ic + p * G::mr, pc, kc, std::min(G::mr, mc - p * G::mr), pa + p * kc * G::mr, true);
+            for (std::int64_t jp = 0; jp < panels_b; ++jp)
+              for (std::int64_t ip = 0; ip < panels_a; ++ip) tile(ip, jp, packed_a_panel<T>{pa + ip * kc * G::mr});
+          }
+          if (pc + kc == k) epilogue(gemm_block{ic, mc, jc, nc});
         }
       });
     }
@@ -172,9 +224,9 @@ void gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
 #endif
 
 // The plain loop, for integer types and targets without SIMD.
-template <class T>
+template <class T, class Epilogue = no_epilogue>
 void gemm_reference(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a, strided_matrix<T> b, T* c,
-                    std::int64_t ldc) {
+                    std::int64_t ldc, const Epilogue& epilogue = {}) {
   parallel_for(m, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(n * k, 1)),
                [&](std::int64_t first, std::int64_t last) {
                  for (std::int64_t i = first; i < last; ++i) {
@@ -185,19 +237,20 @@ void gemm_reference(std::int64_t m, std::int64_t n, std::int64_t k, strided_matr
                      for (std::int64_t j = 0; j < n; ++j) ci[j] += aik * b(kk, j);
                    }
                  }
+                 if (n > 0) epilogue(gemm_block{first, last - first, 0, n});
                });
 }
 
-template <class T>
+template <class T, class Epilogue = no_epilogue>
 void gemm(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a, strided_matrix<T> b, T* c,
-          std::int64_t ldc) {
+          std::int64_t ldc, const Epilogue& epilogue = {}) {
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
   if constexpr (std::is_floating_point_v<T> && simd::supported<T>) {
-    gemm_packed(m, n, k, a, b, c, ldc);
+    gemm_packed(m, n, k, a, b, c, ldc, epilogue);
     return;
   }
 #endif
-  gemm_reference(m, n, k, a, b, c, ldc);
+  gemm_reference(m, n, k, a, b, c, ldc, epilogue);
 }
 
 }  // namespace tandem::detail

@@ -5,9 +5,16 @@
 // small tensor runs on the calling thread without touching the pool. Kernels
 // must give the same bits for any chunking: reductions fix their own block
 // boundaries and never depend on the thread count.
+//
+// After a job, workers (and the caller, waiting for them) spin for a short
+// while before they sleep: a training step runs hundreds of small kernels
+// back to back, and waking a sleeping thread costs more than most of them
+// (a 128x256x10 matmul took 19 us on two threads with sleeping workers and
+// 12.6 us on one).
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -21,6 +28,21 @@
 
 namespace tandem {
 namespace detail {
+
+// Spins until ready() or `budget` has passed; returns ready().
+template <class Ready>
+bool spin_until(const Ready& ready, std::chrono::microseconds budget) {
+  auto deadline = std::chrono::steady_clock::now() + budget;
+  for (int i = 1;; ++i) {
+    if (ready()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if (i % 64 == 0 && std::chrono::steady_clock::now() > deadline) return ready();
+  }
+}
+
+inline constexpr std::chrono::microseconds spin_budget{100};
 
 class thread_pool {
  public:
@@ -121,12 +143,15 @@ class thread_pool {
     {
       std::lock_guard lock(mutex_);
       current_ = state;
-      ++generation_;
+      generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
     take_chunks(*state);
-    std::unique_lock lock(state->mutex);
-    state->done.wait(lock, [&] { return state->pending.load() == 0; });
+    auto finished = [&] { return state->pending.load(std::memory_order_acquire) == 0; };
+    if (!spin_until(finished, spin_budget)) {
+      std::unique_lock lock(state->mutex);
+      state->done.wait(lock, finished);
+    }
     if (state->failure) std::rethrow_exception(state->failure);
   }
 
@@ -152,11 +177,12 @@ class thread_pool {
     std::uint64_t seen = 0;
     for (;;) {
       std::shared_ptr<job_state> state;
+      spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; }, spin_budget);
       {
         std::unique_lock lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+        wake_.wait(lock, [&] { return stopping_ || generation_.load() != seen; });
         if (stopping_) return;
-        seen = generation_;
+        seen = generation_.load();
         state = current_;
       }
       take_chunks(*state);
@@ -169,7 +195,7 @@ class thread_pool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::shared_ptr<job_state> current_;
-  std::uint64_t generation_ = 0;
+  std::atomic<std::uint64_t> generation_{0};
   bool stopping_ = false;
 };
 
