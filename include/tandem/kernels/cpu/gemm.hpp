@@ -71,7 +71,7 @@ struct packed_a_panel {
 // tile(MR x NR) = A panel (kc x MR) * B panel (kc x NR), accumulated into C
 // unless `overwrite` (the first block of k).
 template <class T, class APanel>
-void micro_kernel(std::int64_t kc, const APanel& a, const T* b, T* c, std::int64_t ldc, std::int64_t rows,
+void micro_kernel(std::int64_t kc, const APanel a, const T* b, T* c, std::int64_t ldc, std::int64_t rows,
                   std::int64_t cols, bool overwrite) {
   using G = gemm_shape<T>;
   using batch = simd::batch<T>;
@@ -123,19 +123,27 @@ void micro_kernel(std::int64_t kc, const APanel& a, const T* b, T* c, std::int64
       c[i * ldc + j] = overwrite ? tile[i * G::nr + j] : c[i * ldc + j] + tile[i * G::nr + j];
 }
 
-// Packs a W-wide panel, `depth` deep, as out[d * W + w]: for B (rows_of_a
+// Packs a W-wide panel, `depth` deep, as out[d * W + w]: for B (RowsOfA
 // false) w runs over `count` columns from `col` and d over rows from `row`;
-// for A (rows_of_a true) w runs over `count` rows from `row` and d over
+// for A (RowsOfA true) w runs over `count` rows from `row` and d over
 // columns from `col`. Missing lanes are zero. Where w is the contiguous
-// direction of the source, whole lanes are copied at once.
-template <std::int64_t W, class T>
-void pack_panel(const strided_matrix<T>& m, std::int64_t row, std::int64_t col, std::int64_t depth, std::int64_t count,
-                T* out, bool rows_of_a) {
-  const std::int64_t lane_stride = rows_of_a ? m.row_stride : m.col_stride;
-  const std::int64_t depth_stride = rows_of_a ? m.col_stride : m.row_stride;
+// direction of the source, whole lanes are copied at once; a full panel
+// across it reads W lines, one element of each per step of d.
+template <std::int64_t W, bool RowsOfA, class T>
+TANDEM_ALWAYS_INLINE void pack_panel(const strided_matrix<T>& m, std::int64_t row, std::int64_t col,
+                                     std::int64_t depth, std::int64_t count, T* out) {
+  const std::int64_t lane_stride = RowsOfA ? m.row_stride : m.col_stride;
+  const std::int64_t depth_stride = RowsOfA ? m.col_stride : m.row_stride;
   const T* base = m.data + row * m.row_stride + col * m.col_stride;
   if (lane_stride == 1 && count == W) {
     for (std::int64_t d = 0; d < depth; ++d) std::copy_n(base + d * depth_stride, W, out + d * W);
+    return;
+  }
+  if (count == W) {
+    std::array<const T*, W> line;
+    for (std::int64_t w = 0; w < W; ++w) line[w] = base + w * lane_stride;
+    for (std::int64_t d = 0; d < depth; ++d)
+      for (std::int64_t w = 0; w < W; ++w) out[d * W + w] = line[w][d * depth_stride];
     return;
   }
   for (std::int64_t d = 0; d < depth; ++d) {
@@ -180,7 +188,7 @@ void gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
       packed_b.resize(static_cast<std::size_t>(panels_b * G::nr * kc));
       T* pb = packed_b.data();
       parallel_for(panels_b, 4, [&](std::int64_t first, std::int64_t last) {
-        for (std::int64_t p = first; p < last; ++p) pack_panel<G::nr>(b, pc, jc + p * G::nr, kc, std::min(G::nr, nc - p * G::nr), pb + p * kc * G::nr, false);
+        for (std::int64_t p = first; p < last; ++p) pack_panel<G::nr, false>(b, pc, jc + p * G::nr, kc, std::min(G::nr, nc - p * G::nr), pb + p * kc * G::nr);
       });
       parallel_for(row_blocks, 1, [&](std::int64_t first, std::int64_t last) {
         auto& packed_a = packing_buffer<T>(1);
@@ -203,7 +211,7 @@ void gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
                 for (std::int64_t jp = 0; jp < panels_b; ++jp) tile(ip, jp, panel);
               } else {
                 packed_a.resize(static_cast<std::size_t>(G::mr * kc));
-                pack_panel<G::mr>(a, ic + ip * G::mr, pc, kc, rows, packed_a.data(), true);
+                pack_panel<G::mr, true>(a, ic + ip * G::mr, pc, kc, rows, packed_a.data());
                 for (std::int64_t jp = 0; jp < panels_b; ++jp) tile(ip, jp, packed_a_panel<T>{packed_a.data()});
               }
             }
@@ -211,7 +219,7 @@ void gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
             packed_a.resize(static_cast<std::size_t>(panels_a * G::mr * kc));
             T* pa = packed_a.data();
             for (std::int64_t p = 0; p < panels_a; ++p)
-              pack_panel<G::mr>(a, ic + p * G::mr, pc, kc, std::min(G::mr, mc - p * G::mr), pa + p * kc * G::mr, true);
+              pack_panel<G::mr, true>(a, ic + p * G::mr, pc, kc, std::min(G::mr, mc - p * G::mr), pa + p * kc * G::mr);
             for (std::int64_t jp = 0; jp < panels_b; ++jp)
               for (std::int64_t ip = 0; ip < panels_a; ++ip) tile(ip, jp, packed_a_panel<T>{pa + ip * kc * G::mr});
           }
