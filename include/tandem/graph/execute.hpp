@@ -161,7 +161,11 @@ class executor final : public graph_run {
     // The eager kernel records its own backward on fresh leaves standing for
     // the operands; the step runs it and hands the leaves' gradients on.
     enable_grad recording;
-    auto leaves = std::apply([](const auto&... t) { return std::tuple{fresh_leaf(t)...}; }, operands);
+    auto wanted = apply_operands(
+        [&](const auto&... c) { return std::array<bool, sizeof...(c)>{needs_gradient(c)...}; }, node.children);
+    auto leaves = [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return std::tuple{fresh_leaf(std::get<K>(operands), wanted[K])...};
+    }(std::make_index_sequence<std::tuple_size_v<decltype(operands)>>{});
     auto result = std::apply(node.fn, leaves);
     auto keys = apply_operands([](const auto&... c) { return std::array<const void*, sizeof...(c)>{key_of(c)...}; },
                                node.children);
@@ -177,10 +181,31 @@ class executor final : public graph_run {
   }
 
   template <class T>
-  static tensor<T> fresh_leaf(const tensor<T>& t) {
+  static tensor<T> fresh_leaf(const tensor<T>& t, bool wanted) {
     tensor<T> leaf = t.detach();
-    if constexpr (std::is_floating_point_v<T>) leaf.set_requires_grad(true);
+    if constexpr (std::is_floating_point_v<T>) leaf.set_requires_grad(wanted);
     return leaf;
+  }
+
+  // Whether a gradient reaching this value has anywhere to go: a leaf that
+  // requires one depends on it. Eager backwards recorded for the graph's
+  // kernels skip the operands that do not (the images fed to a first layer,
+  // say), as the eager engine does.
+  template <class N>
+  bool needs_gradient(const sym<N>& s) {
+    if constexpr (!std::is_floating_point_v<value_of_t<N>> || node_traits<N>::is_constant) {
+      return false;
+    } else if constexpr (node_traits<N>::is_input) {
+      return std::get<node_traits<N>::index>(inputs_).requires_grad();
+    } else if constexpr (node_traits<N>::is_captured) {
+      return s.node().value.requires_grad();
+    } else {
+      const void* key = key_of(s);
+      if (auto found = needs_gradient_.find(key); found != needs_gradient_.end()) return found->second;
+      bool any = apply_operands([&](const auto&... c) { return (needs_gradient(c) || ...); }, s.node().children);
+      needs_gradient_.emplace(key, any);
+      return any;
+    }
   }
   template <class T>
   void send_leaf(const tensor<T>& leaf, const void* key) {
@@ -207,6 +232,7 @@ class executor final : public graph_run {
     tensor<T> a, b;
     const void* key_a = nullptr;
     const void* key_b = nullptr;
+    bool grad_a = false, grad_b = false;
   };
   struct no_product_operands {};
 
@@ -242,6 +268,10 @@ class executor final : public graph_run {
         product.b = value(operand_at<1>(c.node().children));
         product.key_a = key_of(operand_at<0>(c.node().children));
         product.key_b = key_of(operand_at<1>(c.node().children));
+        if (for_backward_) {
+          product.grad_a = needs_gradient(operand_at<0>(c.node().children));
+          product.grad_b = needs_gradient(operand_at<1>(c.node().children));
+        }
       } else {
         std::get<at>(operands) = value(c);
       }
@@ -394,7 +424,8 @@ class executor final : public graph_run {
   template <class P>
   void record_product(const tensor<P>& p, const product_operands<P>& product, const void* key) {
     enable_grad recording;
-    tensor<P> a = fresh_leaf(product.a), b = fresh_leaf(product.b);
+    tensor<P> a = fresh_leaf(product.a, product.grad_a), b = fresh_leaf(product.b, product.grad_b);
+    if (!product.grad_a && !product.grad_b) return;
     tensor<P> tracked = p.detach();
     record(matmul_op{}, tracked, a, b);
     steps_.push_back({key, [tracked, a, b, key_a = product.key_a, key_b = product.key_b](executor& self,
@@ -608,6 +639,7 @@ class executor final : public graph_run {
   std::unordered_map<const void*, any_tensor> memo_;
   std::unordered_map<const void*, any_tensor> gradients_;
   std::unordered_map<const void*, any_tensor> captured_;
+  std::unordered_map<const void*, bool> needs_gradient_;
   std::vector<step> steps_;
   run_counters counters_;
 };

@@ -135,6 +135,10 @@ auto reshape(const sym<N>& x, const shape& s) {
   return detail::apply_eager("reshape", [s](const auto& t) { return t.reshape(s); }, x);
 }
 template <class N>
+auto flatten(const sym<N>& x, std::int64_t start = 0) {
+  return detail::apply_eager("flatten", [start](const auto& t) { return flatten(t, start); }, x);
+}
+template <class N>
 auto transpose(const sym<N>& x, std::int64_t a, std::int64_t b) {
   return detail::apply_eager("transpose", [a, b](const auto& t) { return t.transpose(a, b); }, x);
 }

@@ -110,6 +110,9 @@ template <class F>
 class static_graph {
  public:
   explicit static_graph(F f) : f_(std::move(f)), cache_(std::make_shared<detail::plan_cache>()) {}
+  // A graph whose plans live in `plans`, shared with other graphs of the
+  // same function (a module keeps its plans across calls so).
+  static_graph(F f, std::shared_ptr<detail::plan_cache> plans) : f_(std::move(f)), cache_(std::move(plans)) {}
 
   template <class... A>
   auto operator()(const A&... a) const {

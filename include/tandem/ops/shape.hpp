@@ -122,6 +122,21 @@ tensor<T> embed(const tensor<T>& g, const shape& into, std::int64_t axis, std::i
   return out;
 }
 
+// Axes `start` to the last merged into one: flatten(x, 1) of [N, C, H, W]
+// is [N, C * H * W].
+template <element T>
+tensor<T> flatten(const tensor<T>& x, std::int64_t start = 0) {
+  std::int64_t rank = x.dim();
+  if (start < -std::max<std::int64_t>(rank, 1) || start >= std::max<std::int64_t>(rank, 1))
+    throw index_error("tandem::flatten: start axis " + std::to_string(start) + " is out of range for shape " +
+                      to_string(x.shape()));
+  if (rank == 0) return x.reshape({1});
+  if (start < 0) start += rank;
+  shape merged(x.shape().begin(), x.shape().begin() + start);
+  merged.push_back(-1);
+  return x.reshape(merged);
+}
+
 template <element T>
 tensor<T> broadcast_to(const tensor<T>& x, const shape& target) {
   return x.expand(target);

@@ -1,0 +1,271 @@
+#pragma once
+// Optimizers: SGD (momentum, Nesterov, weight decay), Adam and AdamW, with
+// PyTorch's update rules. Each step updates every parameter in one fused
+// loop that reads the parameter, its gradient and its state once and writes
+// the parameter and its state once (the elementwise kernel with several
+// outputs, in place). Parameters without a gradient are skipped.
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "tandem/core/error.hpp"
+#include "tandem/core/tensor.hpp"
+#include "tandem/detail/math.hpp"
+#include "tandem/kernels/cpu/elementwise.hpp"
+#include "tandem/nn/module.hpp"
+
+namespace tandem::nn {
+
+namespace detail {
+
+// One parameter being optimized and its state (moments, momentum), all of
+// the parameter's shape and type.
+template <class T>
+struct slot_state {
+  std::string name;
+  tensor<T> value;
+  std::vector<tensor<T>> state;
+};
+
+// Runs `op` over a parameter, its gradient and its state; op returns the new
+// parameter and the new state.
+template <class T, std::size_t S, class Op>
+void update_in_place(const Op& op, slot_state<T>& p, const tensor<T>& grad) {
+  if (!p.value.is_contiguous())
+    throw value_error("tandem::nn::optimizer: parameter '" + p.name + "' is not contiguous");
+  if (grad.shape() != p.value.shape())
+    throw shape_error("tandem::nn::optimizer: the gradient of '" + p.name + "' has shape " + to_string(grad.shape()) +
+                      ", the parameter " + to_string(p.value.shape()));
+  tensor<T> g = grad.contiguous();
+  tandem::detail::output_set<T, 1 + S> out;
+  out.data[0] = p.value.data();
+  for (std::size_t k = 0; k < S; ++k) out.data[k + 1] = p.state[k].data();
+  [&]<std::size_t... K>(std::index_sequence<K...>) {
+    tandem::detail::elementwise_flat<T, T>(op, p.value.numel(), out, tandem::detail::flat_operand<T>{p.value.data(), 1},
+                                           tandem::detail::flat_operand<T>{g.data(), 1},
+                                           tandem::detail::flat_operand<T>{p.state[K].data(), 1}...);
+  }(std::make_index_sequence<S>{});
+  p.value.storage()->bump_version();
+}
+
+}  // namespace detail
+
+// What all optimizers share: the parameters (by name), the learning rate a
+// schedule may change, and the count of steps taken.
+class optimizer {
+ public:
+  virtual ~optimizer() = default;
+  virtual void step() = 0;
+
+  void zero_grad() {
+    for (auto& p : floats_) p.value.zero_grad();
+    for (auto& p : doubles_) p.value.zero_grad();
+  }
+  double learning_rate() const { return learning_rate_; }
+  void set_learning_rate(double lr) {
+    if (!(lr >= 0)) throw value_error("tandem::nn::optimizer: the learning rate must not be negative");
+    learning_rate_ = lr;
+  }
+  std::int64_t steps() const { return steps_; }
+
+ protected:
+  optimizer(const std::vector<named_tensor>& parameters, double lr, std::size_t state_count) {
+    set_learning_rate(lr);
+    for (const auto& p : parameters)
+      std::visit(
+          [&](const auto& t) {
+            using T = typename std::decay_t<decltype(t)>::value_type;
+            detail::slot_state<T> s{p.name, t, {}};
+            for (std::size_t k = 0; k < state_count; ++k) s.state.push_back(zeros<T>(t.shape()));
+            if constexpr (std::is_same_v<T, float>) floats_.push_back(std::move(s));
+            else doubles_.push_back(std::move(s));
+          },
+          p.value);
+  }
+
+  // Calls update(slot, grad) for every parameter that has a gradient.
+  template <class Update>
+  void for_each_gradient(const Update& update) {
+    ++steps_;
+    for (auto& p : floats_)
+      if (p.value.has_grad()) update(p, p.value.grad());
+    for (auto& p : doubles_)
+      if (p.value.has_grad()) update(p, p.value.grad());
+  }
+
+  std::vector<detail::slot_state<float>> floats_;
+  std::vector<detail::slot_state<double>> doubles_;
+  double learning_rate_ = 0;
+  std::int64_t steps_ = 0;
+};
+
+struct sgd_options {
+  double lr = 0.01;
+  double momentum = 0;
+  double dampening = 0;
+  double weight_decay = 0;
+  bool nesterov = false;
+};
+
+// g += weight_decay * p; b = momentum * b + (1 - dampening) * g (b = g on
+// the first step); g = nesterov ? g + momentum * b : b; p -= lr * g.
+class sgd : public optimizer {
+ public:
+  sgd(const std::vector<named_tensor>& parameters, sgd_options options)
+      : optimizer(parameters, options.lr, options.momentum != 0 ? 1 : 0), options_(options) {
+    if (options.momentum < 0 || options.weight_decay < 0)
+      throw value_error("tandem::nn::sgd: momentum and weight decay must not be negative");
+    if (options.nesterov && (options.momentum <= 0 || options.dampening != 0))
+      throw value_error("tandem::nn::sgd: Nesterov momentum needs a positive momentum and no dampening");
+  }
+
+  void step() override {
+    bool first = steps() == 0;
+    for_each_gradient([&](auto& p, const auto& grad) {
+      using T = typename std::decay_t<decltype(p.value)>::value_type;
+      if (options_.momentum == 0)
+        detail::update_in_place<T, 0>(plain_op<T>{T(learning_rate_), T(options_.weight_decay)}, p, grad);
+      else
+        detail::update_in_place<T, 1>(
+            momentum_op<T>{T(learning_rate_), T(options_.weight_decay), T(options_.momentum),
+                           T(first ? 1 : 1 - options_.dampening), first, options_.nesterov},
+            p, grad);
+    });
+  }
+
+ private:
+  template <class T>
+  struct plain_op {
+    static constexpr const char* name = "sgd";
+    T lr, decay;
+    template <class V>
+    std::array<V, 1> operator()(const V& p, const V& g) const {
+      return {p - V(lr) * (g + V(decay) * p)};
+    }
+  };
+  template <class T>
+  struct momentum_op {
+    static constexpr const char* name = "sgd";
+    T lr, decay, momentum, fresh;
+    bool first, nesterov;
+    template <class V>
+    std::array<V, 2> operator()(const V& p, const V& g, const V& b) const {
+      V d = g + V(decay) * p;
+      V next = first ? d : V(momentum) * b + V(fresh) * d;
+      V direction = nesterov ? d + V(momentum) * next : next;
+      return {p - V(lr) * direction, next};
+    }
+  };
+  sgd_options options_;
+};
+
+struct adam_options {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0;
+};
+
+// Adam (Kingma and Ba) with bias correction; AdamW (Loshchilov and Hutter)
+// decays the parameter itself (p -= lr * weight_decay * p) instead of
+// adding weight_decay * p to the gradient.
+class adam : public optimizer {
+ public:
+  adam(const std::vector<named_tensor>& parameters, adam_options options) : adam(parameters, options, false) {}
+
+  void step() override {
+    for_each_gradient([&](auto& p, const auto& grad) {
+      using T = typename std::decay_t<decltype(p.value)>::value_type;
+      double t = static_cast<double>(steps());
+      double correction1 = 1 - std::pow(options_.beta1, t), correction2 = 1 - std::pow(options_.beta2, t);
+      detail::update_in_place<T, 2>(
+          adam_op<T>{T(learning_rate_ / correction1), T(1 / std::sqrt(correction2)), T(options_.beta1),
+                     T(options_.beta2), T(options_.eps), T(options_.weight_decay),
+                     T(decoupled_ ? 1 - learning_rate_ * options_.weight_decay : 1), decoupled_},
+          p, grad);
+    });
+  }
+
+ protected:
+  adam(const std::vector<named_tensor>& parameters, adam_options options, bool decoupled)
+      : optimizer(parameters, options.lr, 2), options_(options), decoupled_(decoupled) {
+    if (options.beta1 < 0 || options.beta1 >= 1 || options.beta2 < 0 || options.beta2 >= 1)
+      throw value_error("tandem::nn::adam: beta1 and beta2 must lie in [0, 1)");
+    if (!(options.eps > 0) || options.weight_decay < 0)
+      throw value_error("tandem::nn::adam: eps must be positive and weight decay not negative");
+  }
+
+ private:
+  template <class T>
+  struct adam_op {
+    static constexpr const char* name = "adam";
+    T step_size, root_correction, beta1, beta2, eps, decay, shrink;
+    bool decoupled;
+    template <class V>
+    std::array<V, 3> operator()(const V& p, const V& g, const V& m, const V& v) const {
+      V d = decoupled ? g : g + V(decay) * p;
+      V m1 = V(beta1) * m + V(T(1) - beta1) * d;
+      V v1 = V(beta2) * v + V(T(1) - beta2) * d * d;
+      V denominator = tandem::detail::math::sqrt(v1) * V(root_correction) + V(eps);
+      V base = decoupled ? p * V(shrink) : p;
+      return {base - V(step_size) * m1 / denominator, m1, v1};
+    }
+  };
+  adam_options options_;
+  bool decoupled_;
+};
+
+class adamw : public adam {
+ public:
+  adamw(const std::vector<named_tensor>& parameters, adam_options options) : adam(parameters, options, true) {}
+};
+
+// Learning-rate schedules: call step() once per epoch (or per step, as
+// counted by `period`); they set the optimizer's learning rate.
+class step_schedule {
+ public:
+  step_schedule(optimizer& opt, std::int64_t period, double gamma)
+      : opt_(opt), base_(opt.learning_rate()), period_(period), gamma_(gamma) {
+    if (period <= 0) throw value_error("tandem::nn::step_schedule: the period must be positive");
+  }
+  void step() {
+    ++count_;
+    opt_.set_learning_rate(base_ * std::pow(gamma_, static_cast<double>(count_ / period_)));
+  }
+
+ private:
+  optimizer& opt_;
+  double base_;
+  std::int64_t period_;
+  double gamma_;
+  std::int64_t count_ = 0;
+};
+
+// From the optimizer's rate down to `minimum` along half a cosine over
+// `total` steps, then held there.
+class cosine_schedule {
+ public:
+  cosine_schedule(optimizer& opt, std::int64_t total, double minimum = 0)
+      : opt_(opt), base_(opt.learning_rate()), total_(total), minimum_(minimum) {
+    if (total <= 0) throw value_error("tandem::nn::cosine_schedule: the number of steps must be positive");
+  }
+  void step() {
+    count_ = std::min(count_ + 1, total_);
+    double progress = static_cast<double>(count_) / static_cast<double>(total_);
+    opt_.set_learning_rate(minimum_ + (base_ - minimum_) * 0.5 * (1 + std::cos(progress * 3.14159265358979323846)));
+  }
+
+ private:
+  optimizer& opt_;
+  double base_;
+  std::int64_t total_;
+  double minimum_;
+  std::int64_t count_ = 0;
+};
+
+}  // namespace tandem::nn
