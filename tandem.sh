@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-packages=(cmake g++ make libboost-dev libxsimd-dev doctest-dev libbenchmark-dev zlib1g-dev)
+packages=(cmake g++ make libboost-dev libxsimd-dev doctest-dev libbenchmark-dev zlib1g-dev dataset-fashion-mnist)
 
 install_missing() {
   local missing=()

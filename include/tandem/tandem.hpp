@@ -20,6 +20,7 @@
 #include "tandem/graph/static_graph.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 #include "tandem/nn/activation.hpp"
+#include "tandem/nn/checkpoint.hpp"
 #include "tandem/nn/init.hpp"
 #include "tandem/nn/linear.hpp"
 #include "tandem/nn/module.hpp"

@@ -108,6 +108,8 @@ TEST_CASE("bad IDX files throw io_error naming the file and the fault") {
   CHECK_THROWS_WITH_AS(data::read_idx(write_raw("huge", huge)), doctest::Contains("more than 16 GiB"), io_error);
   CHECK_THROWS_WITH_AS(data::read_idx(write_raw("wide", header(0x08, {0x7FFFFFFF, 0x7FFFFFFF, 4}))),
                        doctest::Contains("more than 16 GiB"), io_error);
+  CHECK_THROWS_WITH_AS(data::read_idx(write_raw("claims_a_gigabyte", header(0x08, {1u << 30}))),
+                       doctest::Contains("is truncated"), io_error);
   auto corrupt_gzip = [&] {
     auto path = write_gzip("corrupt.gz", bytes);
     std::vector<char> raw;

@@ -140,10 +140,16 @@ inline idx_file read_idx(const std::string& path) {
     count *= extent;
     file.extent.push_back(static_cast<std::int64_t>(extent));
   }
+  // Read in chunks, so that a header declaring more data than the file has
+  // fails at the end of the data, not by allocating what it declares.
   std::size_t expected = static_cast<std::size_t>(count * size);
-  file.bytes.resize(expected);
-  if (in.read(file.bytes.data(), expected) != expected)
-    throw fail("is truncated: its header declares " + std::to_string(expected) + " bytes of data");
+  constexpr std::size_t chunk = std::size_t{16} << 20;
+  while (file.bytes.size() < expected) {
+    std::size_t before = file.bytes.size(), want = std::min(chunk, expected - before);
+    file.bytes.resize(before + want);
+    if (in.read(file.bytes.data() + before, want) != want)
+      throw fail("is truncated: its header declares " + std::to_string(expected) + " bytes of data");
+  }
   std::uint8_t extra;
   if (in.read(&extra, 1) != 0) throw fail("has data after the " + std::to_string(expected) + " bytes its header declares");
   return file;

@@ -72,15 +72,38 @@ class optimizer {
   }
   std::int64_t steps() const { return steps_; }
 
+  // What a checkpoint saves: each parameter's state tensors, named
+  // "<parameter>.<state>" (momentum, exp_avg, exp_avg_sq), and
+  // "steps_and_learning_rate". The tensors are handles: loading writes
+  // into them, then restored_from_state() reads the scalars back.
+  std::vector<std::pair<std::string, std::variant<tensor<float>, tensor<double>>>> state() const {
+    std::vector<std::pair<std::string, std::variant<tensor<float>, tensor<double>>>> out;
+    auto add = [&](const auto& slots) {
+      for (const auto& p : slots)
+        for (std::size_t k = 0; k < p.state.size(); ++k) out.emplace_back(p.name + "." + state_names_[k], p.state[k]);
+    };
+    add(floats_);
+    add(doubles_);
+    scalars_.data()[0] = static_cast<double>(steps_);
+    scalars_.data()[1] = learning_rate_;
+    out.emplace_back("steps_and_learning_rate", scalars_);
+    return out;
+  }
+  void restored_from_state() {
+    steps_ = static_cast<std::int64_t>(scalars_.data()[0]);
+    set_learning_rate(scalars_.data()[1]);
+  }
+
  protected:
-  optimizer(const std::vector<named_tensor>& parameters, double lr, std::size_t state_count) {
+  optimizer(const std::vector<named_tensor>& parameters, double lr, std::vector<std::string> state_names)
+      : state_names_(std::move(state_names)) {
     set_learning_rate(lr);
     for (const auto& p : parameters)
       std::visit(
           [&](const auto& t) {
             using T = typename std::decay_t<decltype(t)>::value_type;
             detail::slot_state<T> s{p.name, t, {}};
-            for (std::size_t k = 0; k < state_count; ++k) s.state.push_back(zeros<T>(t.shape()));
+            for (std::size_t k = 0; k < state_names_.size(); ++k) s.state.push_back(zeros<T>(t.shape()));
             if constexpr (std::is_same_v<T, float>) floats_.push_back(std::move(s));
             else doubles_.push_back(std::move(s));
           },
@@ -101,6 +124,10 @@ class optimizer {
   std::vector<detail::slot_state<double>> doubles_;
   double learning_rate_ = 0;
   std::int64_t steps_ = 0;
+
+ private:
+  std::vector<std::string> state_names_;
+  mutable tensor<double> scalars_ = zeros<double>({2});
 };
 
 struct sgd_options {
@@ -116,7 +143,8 @@ struct sgd_options {
 class sgd : public optimizer {
  public:
   sgd(const std::vector<named_tensor>& parameters, sgd_options options)
-      : optimizer(parameters, options.lr, options.momentum != 0 ? 1 : 0), options_(options) {
+      : optimizer(parameters, options.lr, options.momentum != 0 ? std::vector<std::string>{"momentum"} : std::vector<std::string>{}),
+        options_(options) {
     if (options.momentum < 0 || options.weight_decay < 0)
       throw value_error("tandem::nn::sgd: momentum and weight decay must not be negative");
     if (options.nesterov && (options.momentum <= 0 || options.dampening != 0))
@@ -193,7 +221,7 @@ class adam : public optimizer {
 
  protected:
   adam(const std::vector<named_tensor>& parameters, adam_options options, bool decoupled)
-      : optimizer(parameters, options.lr, 2), options_(options), decoupled_(decoupled) {
+      : optimizer(parameters, options.lr, {"exp_avg", "exp_avg_sq"}), options_(options), decoupled_(decoupled) {
     if (options.beta1 < 0 || options.beta1 >= 1 || options.beta2 < 0 || options.beta2 >= 1)
       throw value_error("tandem::nn::adam: beta1 and beta2 must lie in [0, 1)");
     if (!(options.eps > 0) || options.weight_decay < 0)
