@@ -23,6 +23,7 @@
 #include "tandem/nn/checkpoint.hpp"
 #include "tandem/nn/init.hpp"
 #include "tandem/nn/linear.hpp"
+#include "tandem/nn/loss.hpp"
 #include "tandem/nn/module.hpp"
 #include "tandem/nn/optimizer.hpp"
 #include "tandem/nn/sequential.hpp"
