@@ -27,6 +27,7 @@
 #include "tandem/nn/module.hpp"
 #include "tandem/nn/optimizer.hpp"
 #include "tandem/nn/sequential.hpp"
+#include "tandem/ops/conv.hpp"
 #include "tandem/ops/elementwise.hpp"
 #include "tandem/ops/linalg.hpp"
 #include "tandem/ops/reduce.hpp"

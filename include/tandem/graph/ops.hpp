@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "tandem/graph/trace.hpp"
+#include "tandem/ops/conv.hpp"
 #include "tandem/ops/linalg.hpp"
 #include "tandem/ops/reduce.hpp"
 #include "tandem/ops/shape.hpp"
@@ -119,6 +120,14 @@ template <class A, class B>
   requires detail::any_symbolic<A, B> && detail::has_elements<A> && detail::has_elements<B>
 auto matmul(const A& a, const B& b) {
   return detail::apply_eager("matmul", detail::matrix_product{}, detail::operand_symbol(a), detail::operand_symbol(b));
+}
+
+template <class X, class W>
+  requires detail::any_symbolic<X, W> && detail::has_elements<X> && detail::has_elements<W>
+auto conv2d(const X& x, const W& w, const conv2d_options& options = {}) {
+  return detail::apply_eager(
+      "conv2d", [options](const auto& a, const auto& k) { return conv2d(a, k, options); }, detail::operand_symbol(x),
+      detail::operand_symbol(w));
 }
 
 template <class L, class Target, class... Options>
