@@ -11,6 +11,7 @@
 #include "tandem/graph/trace.hpp"
 #include "tandem/ops/conv.hpp"
 #include "tandem/ops/linalg.hpp"
+#include "tandem/ops/pool.hpp"
 #include "tandem/ops/reduce.hpp"
 #include "tandem/ops/shape.hpp"
 #include "tandem/ops/softmax.hpp"
@@ -128,6 +129,15 @@ auto conv2d(const X& x, const W& w, const conv2d_options& options = {}) {
   return detail::apply_eager(
       "conv2d", [options](const auto& a, const auto& k) { return conv2d(a, k, options); }, detail::operand_symbol(x),
       detail::operand_symbol(w));
+}
+
+template <class N>
+auto max_pool2d(const sym<N>& x, const pool2d_options& options = {}) {
+  return detail::apply_eager("max_pool2d", [options](const auto& t) { return max_pool2d(t, options); }, x);
+}
+template <class N>
+auto avg_pool2d(const sym<N>& x, const pool2d_options& options = {}) {
+  return detail::apply_eager("avg_pool2d", [options](const auto& t) { return avg_pool2d(t, options); }, x);
 }
 
 template <class L, class Target, class... Options>

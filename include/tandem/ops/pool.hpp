@@ -1,0 +1,171 @@
+#pragma once
+// max_pool2d and avg_pool2d over NCHW images: a kernel, a stride (the
+// kernel's size unless given) and zero padding, as in PyTorch. Padding never
+// wins a max; an average divides by the whole window, padding included
+// (PyTorch's count_include_pad). Each (image, channel) plane runs on one
+// thread. max_pool2d keeps, per output, the flat position of its maximum
+// (the first one on ties), and its gradient goes there.
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "tandem/core/error.hpp"
+#include "tandem/core/tensor.hpp"
+#include "tandem/kernels/cpu/thread_pool.hpp"
+
+namespace tandem {
+
+struct pool2d_options {
+  std::array<std::int64_t, 2> kernel{2, 2};
+  std::array<std::int64_t, 2> stride{0, 0};  // 0: the kernel's size
+  std::array<std::int64_t, 2> padding{0, 0};
+};
+
+namespace detail {
+
+struct pool_geometry {
+  std::int64_t planes, height, width, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, out_h, out_w;
+};
+
+inline pool_geometry pool_geometry_of(const char* op, const shape& x, const pool2d_options& o) {
+  auto fail = [&](const std::string& why) {
+    return shape_error(std::string("tandem::") + op + ": " + why + " (input " + to_string(x) + ")");
+  };
+  if (x.size() != 4) throw fail("expected an NCHW input");
+  std::array<std::int64_t, 2> stride{o.stride[0] ? o.stride[0] : o.kernel[0], o.stride[1] ? o.stride[1] : o.kernel[1]};
+  for (int k = 0; k < 2; ++k) {
+    if (o.kernel[k] < 1 || stride[k] < 1 || o.padding[k] < 0)
+      throw fail("kernel and stride must be positive and padding not negative");
+    if (2 * o.padding[k] > o.kernel[k]) throw fail("padding may be at most half the kernel");
+  }
+  if (x[2] + 2 * o.padding[0] < o.kernel[0] || x[3] + 2 * o.padding[1] < o.kernel[1])
+    throw fail("the kernel is larger than the padded input");
+  return {x[0] * x[1],       x[2],
+          x[3],              o.kernel[0],
+          o.kernel[1],       stride[0],
+          stride[1],         o.padding[0],
+          o.padding[1],      (x[2] + 2 * o.padding[0] - o.kernel[0]) / stride[0] + 1,
+          (x[3] + 2 * o.padding[1] - o.kernel[1]) / stride[1] + 1};
+}
+
+inline shape pooled_shape(const shape& x, const pool_geometry& g) { return {x[0], x[1], g.out_h, g.out_w}; }
+
+// Calls visit(flat position in the plane) for each position of output (y,
+// x)'s window that lies inside the image.
+template <class Visit>
+void for_each_window(const pool_geometry& g, std::int64_t y, std::int64_t x, Visit visit) {
+  for (std::int64_t i = 0; i < g.kernel_h; ++i) {
+    std::int64_t h = y * g.stride_h - g.pad_h + i;
+    if (h < 0 || h >= g.height) continue;
+    for (std::int64_t j = 0; j < g.kernel_w; ++j) {
+      std::int64_t w = x * g.stride_w - g.pad_w + j;
+      if (w >= 0 && w < g.width) visit(h * g.width + w);
+    }
+  }
+}
+
+struct pool_gradient_op {
+  static constexpr const char* name = "pool2d gradient";
+};
+
+// Where each output's maximum came from, for max_pool2d's gradient.
+struct max_pool2d_op {
+  static constexpr const char* name = "max_pool2d";
+  static constexpr bool saves_inputs = false;
+  pool2d_options options;
+  tensor<std::int64_t> argmax;
+  shape input;
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X&) const {
+    using T = typename G::value_type;
+    tensor<T> grad = g.detach().contiguous();
+    tensor<T> dx = zeros<T>(input);
+    std::int64_t per_plane = input[2] * input[3], outputs = grad.numel() / std::max<std::int64_t>(input[0] * input[1], 1);
+    const std::int64_t* from = argmax.data();
+    parallel_for(input[0] * input[1], 1, [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t p = first; p < last; ++p)
+        for (std::int64_t k = 0; k < outputs; ++k) dx.data()[p * per_plane + from[p * outputs + k]] += grad.data()[p * outputs + k];
+    });
+    record(pool_gradient_op{}, dx, g);
+    return dx;
+  }
+};
+
+struct avg_pool2d_op {
+  static constexpr const char* name = "avg_pool2d";
+  static constexpr bool saves_inputs = false;
+  pool2d_options options;
+  shape input;
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X&) const {
+    using T = typename G::value_type;
+    pool_geometry geo = pool_geometry_of(name, input, options);
+    tensor<T> grad = g.detach().contiguous();
+    tensor<T> dx = zeros<T>(input);
+    T scale = T(1) / static_cast<T>(geo.kernel_h * geo.kernel_w);
+    parallel_for(geo.planes, 1, [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t p = first; p < last; ++p)
+        for (std::int64_t y = 0; y < geo.out_h; ++y)
+          for (std::int64_t x = 0; x < geo.out_w; ++x) {
+            T share = grad.data()[(p * geo.out_h + y) * geo.out_w + x] * scale;
+            for_each_window(geo, y, x, [&](std::int64_t at) { dx.data()[p * geo.height * geo.width + at] += share; });
+          }
+    });
+    record(pool_gradient_op{}, dx, g);
+    return dx;
+  }
+};
+
+}  // namespace detail
+
+template <floating_element T>
+tensor<T> max_pool2d(const tensor<T>& x, const pool2d_options& options = {}) {
+  detail::pool_geometry g = detail::pool_geometry_of("max_pool2d", x.shape(), options);
+  tensor<T> in = x.detach().contiguous();
+  tensor<T> out(detail::pooled_shape(x.shape(), g));
+  tensor<std::int64_t> argmax(out.shape());
+  detail::parallel_for(g.planes, 1, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t p = first; p < last; ++p) {
+      const T* plane = in.data() + p * g.height * g.width;
+      for (std::int64_t y = 0; y < g.out_h; ++y)
+        for (std::int64_t x0 = 0; x0 < g.out_w; ++x0) {
+          T best = -std::numeric_limits<T>::infinity();
+          std::int64_t where = -1;
+          detail::for_each_window(g, y, x0, [&](std::int64_t at) {
+            // NaN propagates: once seen, it stays the maximum.
+            if (where < 0 || plane[at] > best || (plane[at] != plane[at] && best == best)) best = plane[at], where = at;
+          });
+          std::int64_t o = (p * g.out_h + y) * g.out_w + x0;
+          out.data()[o] = best;
+          argmax.data()[o] = where;
+        }
+    }
+  });
+  detail::record(detail::max_pool2d_op{options, argmax, x.shape()}, out, x);
+  return out;
+}
+
+template <floating_element T>
+tensor<T> avg_pool2d(const tensor<T>& x, const pool2d_options& options = {}) {
+  detail::pool_geometry g = detail::pool_geometry_of("avg_pool2d", x.shape(), options);
+  tensor<T> in = x.detach().contiguous();
+  tensor<T> out(detail::pooled_shape(x.shape(), g));
+  T scale = T(1) / static_cast<T>(g.kernel_h * g.kernel_w);
+  detail::parallel_for(g.planes, 1, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t p = first; p < last; ++p) {
+      const T* plane = in.data() + p * g.height * g.width;
+      for (std::int64_t y = 0; y < g.out_h; ++y)
+        for (std::int64_t x0 = 0; x0 < g.out_w; ++x0) {
+          T total = 0;
+          detail::for_each_window(g, y, x0, [&](std::int64_t at) { total += plane[at]; });
+          out.data()[(p * g.out_h + y) * g.out_w + x0] = total * scale;
+        }
+    }
+  });
+  detail::record(detail::avg_pool2d_op{options, x.shape()}, out, x);
+  return out;
+}
+
+}  // namespace tandem

@@ -1,0 +1,87 @@
+// max_pool2d and avg_pool2d against double loops over kernels, strides and
+// padding, on odd sizes and non-contiguous inputs; NaN; gradients by finite
+// differences eagerly and in a static graph; bad shapes.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "support/check.hpp"
+#include "support/gradcheck.hpp"
+#include "tandem/tandem.hpp"
+
+using namespace tandem;
+
+namespace {
+
+std::vector<double> pool_reference(const tensor<double>& x, const pool2d_options& o, bool take_max, shape& out_shape) {
+  std::int64_t sh = o.stride[0] ? o.stride[0] : o.kernel[0], sw = o.stride[1] ? o.stride[1] : o.kernel[1];
+  std::int64_t oh = (x.shape(2) + 2 * o.padding[0] - o.kernel[0]) / sh + 1;
+  std::int64_t ow = (x.shape(3) + 2 * o.padding[1] - o.kernel[1]) / sw + 1;
+  out_shape = {x.shape(0), x.shape(1), oh, ow};
+  std::vector<double> out;
+  for (std::int64_t n = 0; n < x.shape(0); ++n)
+    for (std::int64_t c = 0; c < x.shape(1); ++c)
+      for (std::int64_t y = 0; y < oh; ++y)
+        for (std::int64_t z = 0; z < ow; ++z) {
+          double best = -INFINITY, total = 0;
+          for (std::int64_t i = 0; i < o.kernel[0]; ++i)
+            for (std::int64_t j = 0; j < o.kernel[1]; ++j) {
+              std::int64_t h = y * sh - o.padding[0] + i, w = z * sw - o.padding[1] + j;
+              if (h < 0 || h >= x.shape(2) || w < 0 || w >= x.shape(3)) continue;
+              best = std::max(best, x.at(n, c, h, w));
+              total += x.at(n, c, h, w);
+            }
+          out.push_back(take_max ? best : total / static_cast<double>(o.kernel[0] * o.kernel[1]));
+        }
+  return out;
+}
+
+const std::vector<std::pair<shape, pool2d_options>> cases{
+    {{1, 1, 2, 2}, {}},
+    {{2, 3, 7, 7}, {.kernel = {3, 3}}},
+    {{1, 2, 17, 9}, {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 1}}},
+    {{3, 1, 6, 5}, {.kernel = {2, 2}, .stride = {1, 1}}},
+};
+
+}  // namespace
+
+TEST_CASE("pooling equals double loops over kernels, strides and padding") {
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    const auto& [xs, o] = cases[k];
+    INFO("case " << k);
+    tensor<double> x = test::random_tensor<double>(xs, -1, 1, 1 + k);
+    for (const auto& [layout, view] : test::layouts(x)) {
+      INFO(layout);
+      shape out;
+      std::vector<double> want_max = pool_reference(x, o, true, out), want_avg = pool_reference(x, o, false, out);
+      test::check_values(max_pool2d(view, o), out, want_max, "max");
+      test::check_values(avg_pool2d(view, o), out, want_avg, "avg");
+    }
+  }
+  tensor<float> with_nan = ones<float>({1, 1, 2, 2});
+  with_nan.at(0, 0, 1, 0) = NAN;
+  CHECK(std::isnan(max_pool2d(with_nan).item()));
+}
+
+TEST_CASE("pooling passes finite-difference gradient checks, eagerly and in a static graph") {
+  auto graph_max = jit([](auto x, pool2d_options o) { return max_pool2d(x * x, o); });
+  auto graph_avg = jit([](auto x, pool2d_options o) { return avg_pool2d(x * x, o); });
+  for (std::size_t k = 1; k < cases.size(); ++k) {
+    const auto& [xs, o] = cases[k];
+    INFO("case " << k);
+    tensor<double> x = test::random_tensor<double>(xs, 0.1, 2.0, 30 + k);
+    test::check_gradients([&](const auto& v) { return max_pool2d(v[0] * v[0], o); }, {x}, "max, eager");
+    test::check_gradients([&](const auto& v) { return graph_max(v[0], o); }, {x}, "max, static");
+    test::check_gradients([&](const auto& v) { return avg_pool2d(v[0] * v[0], o); }, {x}, "avg, eager");
+    test::check_gradients([&](const auto& v) { return graph_avg(v[0], o); }, {x}, "avg, static");
+  }
+}
+
+TEST_CASE("pooling reports bad shapes") {
+  tensor<double> x = zeros<double>({1, 1, 4, 4});
+  CHECK_THROWS_WITH_AS(max_pool2d(zeros<double>({4, 4})), doctest::Contains("tandem::max_pool2d: expected an NCHW"),
+                       shape_error);
+  CHECK_THROWS_AS(avg_pool2d(x, {.kernel = {5, 5}}), shape_error);
+  CHECK_THROWS_AS(max_pool2d(x, {.kernel = {2, 2}, .padding = {2, 0}}), shape_error);
+  CHECK_THROWS_AS(max_pool2d(x, {.kernel = {0, 2}}), shape_error);
+}
