@@ -30,6 +30,17 @@ auto operand_symbol(const X& x) {
   return as_symbol<void>(x);
 }
 
+// fn(x...) now on tensors, or, when any operand is symbolic, a node of the
+// static graph that runs fn on its operands' values (fn records its own
+// eager backward there). For ops whose work or side effects depend on
+// runtime state (a layer's mode, a random draw), and for compositions that
+// need shapes a symbolic value does not have.
+template <class Fn, class... X>
+auto call_or_trace(const char* name, Fn fn, const X&... x) {
+  if constexpr (any_symbolic<X...>) return apply_eager(name, std::move(fn), operand_symbol(x)...);
+  else return fn(x...);
+}
+
 }  // namespace detail
 
 namespace detail {

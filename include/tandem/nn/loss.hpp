@@ -31,16 +31,6 @@ auto reduced(const X& x, reduction how) {
   }
 }
 
-// f(a, b) on tensors, or an eager-kernel node of the static graph that runs
-// it (f records its own backward there) when either is symbolic.
-template <class Fn, class A, class B>
-auto eagerly(const char* name, Fn fn, const A& a, const B& b) {
-  if constexpr (tandem::detail::any_symbolic<A, B>)
-    return tandem::detail::apply_eager(name, fn, tandem::detail::operand_symbol(a), tandem::detail::operand_symbol(b));
-  else
-    return fn(a, b);
-}
-
 }  // namespace detail
 
 struct cross_entropy_options {
@@ -52,7 +42,7 @@ struct cross_entropy_options {
 // smoothing e, the target is (1 - e) on the true class plus e / C on every
 // class: (1 - e) * CE - e * mean over classes of log_softmax.
 template <class L, class T>
-auto cross_entropy(const L& logits, const T& target, cross_entropy_options options = {}) {
+auto cross_entropy(const L& logits, const T& target, const cross_entropy_options& options = {}) {
   double e = options.label_smoothing;
   if (!(e >= 0 && e <= 1))
     throw value_error("tandem::nn::cross_entropy: label smoothing must lie in [0, 1] (got " + std::to_string(e) + ")");
@@ -67,7 +57,7 @@ auto cross_entropy(const L& logits, const T& target, cross_entropy_options optio
 // [N]: -log_probs[i, target[i]], reduced.
 template <class L, class T>
 auto nll_loss(const L& log_probs, const T& target, reduction how = reduction::mean) {
-  return detail::eagerly(
+  return tandem::detail::call_or_trace(
       "nll_loss",
       [how](const auto& lp, const auto& t) {
         if (lp.dim() != 2 || t.dim() != 1 || t.shape(0) != lp.shape(0))

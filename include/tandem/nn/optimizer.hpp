@@ -142,7 +142,7 @@ struct sgd_options {
 // the first step); g = nesterov ? g + momentum * b : b; p -= lr * g.
 class sgd : public optimizer {
  public:
-  sgd(const std::vector<named_tensor>& parameters, sgd_options options)
+  sgd(const std::vector<named_tensor>& parameters, const sgd_options& options)
       : optimizer(parameters, options.lr, options.momentum != 0 ? std::vector<std::string>{"momentum"} : std::vector<std::string>{}),
         options_(options) {
     if (options.momentum < 0 || options.weight_decay < 0)
@@ -204,7 +204,7 @@ struct adam_options {
 // adding weight_decay * p to the gradient.
 class adam : public optimizer {
  public:
-  adam(const std::vector<named_tensor>& parameters, adam_options options) : adam(parameters, options, false) {}
+  adam(const std::vector<named_tensor>& parameters, const adam_options& options) : adam(parameters, options, false) {}
 
   void step() override {
     for_each_gradient([&](auto& p, const auto& grad) {
@@ -220,7 +220,7 @@ class adam : public optimizer {
   }
 
  protected:
-  adam(const std::vector<named_tensor>& parameters, adam_options options, bool decoupled)
+  adam(const std::vector<named_tensor>& parameters, const adam_options& options, bool decoupled)
       : optimizer(parameters, options.lr, {"exp_avg", "exp_avg_sq"}), options_(options), decoupled_(decoupled) {
     if (options.beta1 < 0 || options.beta1 >= 1 || options.beta2 < 0 || options.beta2 >= 1)
       throw value_error("tandem::nn::adam: beta1 and beta2 must lie in [0, 1)");
@@ -250,7 +250,7 @@ class adam : public optimizer {
 
 class adamw : public adam {
  public:
-  adamw(const std::vector<named_tensor>& parameters, adam_options options) : adam(parameters, options, true) {}
+  adamw(const std::vector<named_tensor>& parameters, const adam_options& options) : adam(parameters, options, true) {}
 };
 
 // Learning-rate schedules: call step() once per epoch (or per step, as

@@ -1,0 +1,143 @@
+#pragma once
+// Batch and layer normalization.
+//
+// batch_norm1d ([N, C] inputs) and batch_norm2d ([N, C, H, W]) normalize
+// each channel. In training they use the batch's mean and (biased) variance
+// and update the running statistics with PyTorch's convention:
+//   running = (1 - momentum) * running + momentum * batch
+// (MindSpore's momentum m is PyTorch's 1 - m); the running variance takes
+// the unbiased batch variance. In evaluation they use the running
+// statistics. The statistics are one node of a static graph whose work
+// depends on the mode, so the same graph serves both, and the update runs
+// on every call of it.
+//
+// layer_norm normalizes over the last axes (`normalized` extents) with a
+// learned scale and shift per element.
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tandem/autograd/grad_mode.hpp"
+#include "tandem/graph/ops.hpp"
+#include "tandem/nn/module.hpp"
+#include "tandem/ops/reduce.hpp"
+
+namespace tandem::nn {
+
+template <floating_element T, int Rank>
+class batch_norm : public module<batch_norm<T, Rank>> {
+  static_assert(Rank == 2 || Rank == 4, "tandem::nn::batch_norm: inputs are [N, C] (1d) or [N, C, H, W] (2d)");
+
+ public:
+  tensor<T> weight, bias, running_mean, running_var;
+  double momentum, eps;
+
+  explicit batch_norm(std::int64_t channels, double momentum_ = 0.1, double eps_ = 1e-5)
+      : weight(ones<T>({check(channels)})),
+        bias(zeros<T>({channels})),
+        running_mean(zeros<T>({channels})),
+        running_var(ones<T>({channels})),
+        momentum(momentum_),
+        eps(eps_) {
+    this->register_parameter("weight", weight);
+    this->register_parameter("bias", bias);
+    this->register_buffer("running_mean", running_mean);
+    this->register_buffer("running_var", running_var);
+  }
+
+  template <class X>
+  auto forward(const X& x) const {
+    const batch_norm* self = this;
+    auto centre = tandem::detail::call_or_trace("batch_norm_mean", [self](const auto& t) { return self->mean_of(t); }, x);
+    auto scale = tandem::detail::call_or_trace("batch_norm_scale", [self](const auto& t) { return self->scale_of(t); }, x);
+    return (x - centre) * scale + bias.reshape(broadcast_shape());
+  }
+
+ private:
+  static std::int64_t check(std::int64_t channels) {
+    if (channels <= 0) throw value_error("tandem::nn::batch_norm: the channel count must be positive");
+    return channels;
+  }
+  shape broadcast_shape() const {
+    shape s{weight.shape(0)};
+    for (int k = 2; k < Rank; ++k) s.push_back(1);
+    return s;
+  }
+  axes reduced_axes() const { return Rank == 2 ? axes{0} : axes{0, 2, 3}; }
+  void check_input(const tensor<T>& x) const {
+    if (x.dim() != Rank || x.shape(1) != weight.shape(0))
+      throw shape_error("tandem::nn::batch_norm: expected " + std::string(Rank == 2 ? "[N, C]" : "[N, C, H, W]") +
+                        " with C = " + std::to_string(weight.shape(0)) + ", got " + to_string(x.shape()));
+  }
+
+  // The per-channel mean: the batch's (differentiable) when training, the
+  // running one when evaluating.
+  tensor<T> mean_of(const tensor<T>& x) const {
+    check_input(x);
+    if (!this->is_training()) return running_mean.reshape(broadcast_shape());
+    return mean(x, reduced_axes(), true).reshape(broadcast_shape());
+  }
+
+  // weight / sqrt(variance + eps) per channel; when training, also the
+  // running statistics' update.
+  tensor<T> scale_of(const tensor<T>& x) const {
+    check_input(x);
+    if (!this->is_training()) return (weight / sqrt(running_var + static_cast<T>(eps))).reshape(broadcast_shape());
+    tensor<T> variance = var(x, reduced_axes(), true, 0).reshape(broadcast_shape());
+    {
+      no_grad update;
+      std::int64_t count = x.numel() / x.shape(1);
+      tensor<T> batch_mean = mean(x.detach(), reduced_axes(), false);
+      tensor<T> unbiased = var(x.detach(), reduced_axes(), false, count > 1 ? 1 : 0);
+      auto m = static_cast<T>(momentum);
+      tensor<T> next_mean = running_mean * (1 - m) + batch_mean * m;
+      tensor<T> next_var = running_var * (1 - m) + unbiased * m;
+      // Handles share storage: writing through a copy updates the buffers
+      // (forward is const, as a graph's function is).
+      tensor<T> mean_buffer = running_mean, var_buffer = running_var;
+      mean_buffer.assign(next_mean);
+      var_buffer.assign(next_var);
+    }
+    return weight.reshape(broadcast_shape()) / sqrt(variance + static_cast<T>(eps));
+  }
+};
+
+template <floating_element T = float>
+using batch_norm1d = batch_norm<T, 2>;
+template <floating_element T = float>
+using batch_norm2d = batch_norm<T, 4>;
+
+template <floating_element T = float>
+class layer_norm : public module<layer_norm<T>> {
+ public:
+  tensor<T> weight, bias;
+  double eps;
+
+  explicit layer_norm(shape normalized, double eps_ = 1e-5)
+      : weight(ones<T>(check(normalized))), bias(zeros<T>(normalized)), eps(eps_) {
+    this->register_parameter("weight", weight);
+    this->register_parameter("bias", bias);
+  }
+
+  template <class X>
+  auto forward(const X& x) const {
+    axes last = last_axes();
+    auto centred = x - mean(x, last, true);
+    return centred / sqrt(mean(centred * centred, last, true) + static_cast<T>(eps)) * weight + bias;
+  }
+
+ private:
+  static shape check(const shape& s) {
+    if (s.empty()) throw value_error("tandem::nn::layer_norm: the normalized shape needs at least one axis");
+    return s;
+  }
+  axes last_axes() const {
+    std::vector<std::int64_t> list;
+    for (std::int64_t k = -static_cast<std::int64_t>(weight.dim()); k < 0; ++k) list.push_back(k);
+    return axes(list);
+  }
+};
+
+}  // namespace tandem::nn
