@@ -8,7 +8,7 @@
 
 #include <array>
 #include <cstdint>
-#include <limits>
+#include <algorithm>
 #include <string>
 
 #include "tandem/core/error.hpp"
@@ -52,18 +52,15 @@ inline pool_geometry pool_geometry_of(const char* op, const shape& x, const pool
 
 inline shape pooled_shape(const shape& x, const pool_geometry& g) { return {x[0], x[1], g.out_h, g.out_w}; }
 
-// Calls visit(flat position in the plane) for each position of output (y,
-// x)'s window that lies inside the image.
-template <class Visit>
-void for_each_window(const pool_geometry& g, std::int64_t y, std::int64_t x, Visit visit) {
-  for (std::int64_t i = 0; i < g.kernel_h; ++i) {
-    std::int64_t h = y * g.stride_h - g.pad_h + i;
-    if (h < 0 || h >= g.height) continue;
-    for (std::int64_t j = 0; j < g.kernel_w; ++j) {
-      std::int64_t w = x * g.stride_w - g.pad_w + j;
-      if (w >= 0 && w < g.width) visit(h * g.width + w);
-    }
-  }
+// The part of output (y, x)'s window that lies inside the image: rows
+// [h0, h1) and columns [w0, w1).
+struct window {
+  std::int64_t h0, h1, w0, w1;
+};
+inline window window_at(const pool_geometry& g, std::int64_t y, std::int64_t x) {
+  std::int64_t h = y * g.stride_h - g.pad_h, w = x * g.stride_w - g.pad_w;
+  return {std::max<std::int64_t>(h, 0), std::min(h + g.kernel_h, g.height), std::max<std::int64_t>(w, 0),
+          std::min(w + g.kernel_w, g.width)};
 }
 
 struct pool_gradient_op {
@@ -110,7 +107,10 @@ struct avg_pool2d_op {
         for (std::int64_t y = 0; y < geo.out_h; ++y)
           for (std::int64_t x = 0; x < geo.out_w; ++x) {
             T share = grad.data()[(p * geo.out_h + y) * geo.out_w + x] * scale;
-            for_each_window(geo, y, x, [&](std::int64_t at) { dx.data()[p * geo.height * geo.width + at] += share; });
+            window win = window_at(geo, y, x);
+            T* plane = dx.data() + p * geo.height * geo.width;
+            for (std::int64_t h = win.h0; h < win.h1; ++h)
+              for (std::int64_t w = win.w0; w < win.w1; ++w) plane[h * geo.width + w] += share;
           }
     });
     record(pool_gradient_op{}, dx, g);
@@ -131,12 +131,15 @@ tensor<T> max_pool2d(const tensor<T>& x, const pool2d_options& options = {}) {
       const T* plane = in.data() + p * g.height * g.width;
       for (std::int64_t y = 0; y < g.out_h; ++y)
         for (std::int64_t x0 = 0; x0 < g.out_w; ++x0) {
-          T best = -std::numeric_limits<T>::infinity();
-          std::int64_t where = -1;
-          detail::for_each_window(g, y, x0, [&](std::int64_t at) {
-            // NaN propagates: once seen, it stays the maximum.
-            if (where < 0 || plane[at] > best || (plane[at] != plane[at] && best == best)) best = plane[at], where = at;
-          });
+          detail::window win = detail::window_at(g, y, x0);
+          std::int64_t where = win.h0 * g.width + win.w0;
+          T best = plane[where];
+          for (std::int64_t h = win.h0; h < win.h1; ++h)
+            for (std::int64_t w = win.w0; w < win.w1; ++w) {
+              T v = plane[h * g.width + w];
+              // A NaN wins and stays: nothing compares greater than it.
+              if (v > best || (v != v && best == best)) best = v, where = h * g.width + w;
+            }
           std::int64_t o = (p * g.out_h + y) * g.out_w + x0;
           out.data()[o] = best;
           argmax.data()[o] = where;
@@ -159,7 +162,9 @@ tensor<T> avg_pool2d(const tensor<T>& x, const pool2d_options& options = {}) {
       for (std::int64_t y = 0; y < g.out_h; ++y)
         for (std::int64_t x0 = 0; x0 < g.out_w; ++x0) {
           T total = 0;
-          detail::for_each_window(g, y, x0, [&](std::int64_t at) { total += plane[at]; });
+          detail::window win = detail::window_at(g, y, x0);
+          for (std::int64_t h = win.h0; h < win.h1; ++h)
+            for (std::int64_t w = win.w0; w < win.w1; ++w) total += plane[h * g.width + w];
           out.data()[(p * g.out_h + y) * g.out_w + x0] = total * scale;
         }
     }

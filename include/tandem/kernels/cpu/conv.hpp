@@ -41,10 +41,19 @@ void im2col(const conv_geometry& g, const T* image, T* columns) {
                          std::fill(line, line + g.out_w, T(0));
                          continue;
                        }
-                       for (std::int64_t x = 0; x < g.out_w; ++x) {
-                         std::int64_t w = x * g.stride_w - g.pad_w + j * g.dilation_w;
-                         line[x] = (w >= 0 && w < g.width) ? source[h * g.width + w] : T(0);
-                       }
+                       // Columns whose input lies inside the row, [inside, past), are
+                       // copied without bounds checks; the rest are padding.
+                       std::int64_t offset = j * g.dilation_w - g.pad_w;
+                       std::int64_t inside = offset >= 0 ? 0 : (-offset + g.stride_w - 1) / g.stride_w;
+                       std::int64_t past = g.width - offset <= 0 ? 0 : (g.width - offset + g.stride_w - 1) / g.stride_w;
+                       inside = std::min(inside, g.out_w);
+                       past = std::clamp(past, inside, g.out_w);
+                       const T* row_in = source + h * g.width;
+                       std::fill(line, line + inside, T(0));
+                       if (g.stride_w == 1) std::copy(row_in + offset + inside, row_in + offset + past, line + inside);
+                       else
+                         for (std::int64_t x = inside; x < past; ++x) line[x] = row_in[offset + x * g.stride_w];
+                       std::fill(line + past, line + g.out_w, T(0));
                      }
                    }
                  }
