@@ -7,9 +7,11 @@
 // (the first one on ties), and its gradient goes there.
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "tandem/core/error.hpp"
 #include "tandem/core/tensor.hpp"
@@ -61,6 +63,40 @@ inline window window_at(const pool_geometry& g, std::int64_t y, std::int64_t x) 
   std::int64_t h = y * g.stride_h - g.pad_h, w = x * g.stride_w - g.pad_w;
   return {std::max<std::int64_t>(h, 0), std::min(h + g.kernel_h, g.height), std::max<std::int64_t>(w, 0),
           std::min(w + g.kernel_w, g.width)};
+}
+
+// Whether the second of two candidates wins, as the general loop decides:
+// strictly greater wins (the first stays on ties), and a NaN wins over a
+// number.
+template <class T>
+inline bool second_wins(T first, T second) {
+  return (second > first) | ((second != second) & (first == first));
+}
+
+// `take ? x : y` by masks: GCC turns a conditional expression on a coin toss
+// back into a branch that mispredicts half the time.
+template <class T>
+inline T select_bits(bool take, T x, T y) {
+  using bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  bits mask = bits(0) - static_cast<bits>(take);
+  return std::bit_cast<T>((std::bit_cast<bits>(x) & mask) | (std::bit_cast<bits>(y) & ~mask));
+}
+
+// The common 2x2, stride-2, unpadded case, one output row from input rows
+// r0 and r1 (starting at flat position `base`): no window arithmetic and
+// no branches.
+template <class T>
+void max_pool_two_by_two(const T* r0, const T* r1, std::int64_t base, std::int64_t width, std::int64_t out_w, T* out,
+                         std::int64_t* where) {
+  for (std::int64_t x = 0; x < out_w; ++x) {
+    T a = r0[2 * x], b = r0[2 * x + 1], c = r1[2 * x], d = r1[2 * x + 1];
+    bool top = second_wins(a, b), bottom = second_wins(c, d);
+    T upper = select_bits(top, b, a), lower = select_bits(bottom, d, c);
+    bool down = second_wins(upper, lower);
+    out[x] = select_bits(down, lower, upper);
+    std::int64_t low_offset = width + static_cast<std::int64_t>(bottom), high_offset = static_cast<std::int64_t>(top);
+    where[x] = base + 2 * x + high_offset + static_cast<std::int64_t>(down) * (low_offset - high_offset);
+  }
 }
 
 struct pool_gradient_op {
@@ -126,9 +162,18 @@ tensor<T> max_pool2d(const tensor<T>& x, const pool2d_options& options = {}) {
   tensor<T> in = x.detach().contiguous();
   tensor<T> out(detail::pooled_shape(x.shape(), g));
   tensor<std::int64_t> argmax(out.shape());
+  const bool two_by_two = g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 &&
+                          g.pad_w == 0;
   detail::parallel_for(g.planes, 1, [&](std::int64_t first, std::int64_t last) {
     for (std::int64_t p = first; p < last; ++p) {
       const T* plane = in.data() + p * g.height * g.width;
+      if (two_by_two) {
+        for (std::int64_t y = 0; y < g.out_h; ++y)
+          detail::max_pool_two_by_two(plane + 2 * y * g.width, plane + (2 * y + 1) * g.width, 2 * y * g.width,
+                                      g.width, g.out_w, out.data() + (p * g.out_h + y) * g.out_w,
+                                      argmax.data() + (p * g.out_h + y) * g.out_w);
+        continue;
+      }
       for (std::int64_t y = 0; y < g.out_h; ++y)
         for (std::int64_t x0 = 0; x0 < g.out_w; ++x0) {
           detail::window win = detail::window_at(g, y, x0);
@@ -137,8 +182,9 @@ tensor<T> max_pool2d(const tensor<T>& x, const pool2d_options& options = {}) {
           for (std::int64_t h = win.h0; h < win.h1; ++h)
             for (std::int64_t w = win.w0; w < win.w1; ++w) {
               T v = plane[h * g.width + w];
-              // A NaN wins and stays: nothing compares greater than it.
-              if (v > best || (v != v && best == best)) best = v, where = h * g.width + w;
+              bool take = detail::second_wins(best, v);
+              best = detail::select_bits(take, v, best);
+              where += static_cast<std::int64_t>(take) * (h * g.width + w - where);
             }
           std::int64_t o = (p * g.out_h + y) * g.out_w + x0;
           out.data()[o] = best;
