@@ -66,6 +66,22 @@ std::vector<double> snapshot(const small_net& net) {
   return all;
 }
 
+// A saved checkpoint's bytes, and a second model (from another seed) to
+// load bad copies of it into.
+struct saved_and_target {
+  std::vector<std::uint8_t> bytes;
+  small_net target;
+  std::vector<double> before;
+};
+saved_and_target save_one(const std::string& name, std::uint64_t seed) {
+  generator gen(seed), other(seed + 1);
+  small_net net(gen);
+  nn::save(scratch(name), net);
+  small_net target(other);
+  auto before = snapshot(target);
+  return {read_bytes(scratch(name)), target, before};
+}
+
 }  // namespace
 
 TEST_CASE("a checkpoint restores a model and its optimizer; training resumes exactly") {
@@ -111,14 +127,7 @@ TEST_CASE("saving replaces a checkpoint atomically and leaves no temporary file"
 }
 
 TEST_CASE("a truncated or corrupted checkpoint is refused and the model is untouched") {
-  generator gen(4);
-  small_net net(gen);
-  auto path = scratch("good.ckpt");
-  nn::save(path, net);
-  auto bytes = read_bytes(path);
-  generator other(5);
-  small_net target(other);
-  const auto before = snapshot(target);
+  auto [bytes, target, before] = save_one("good.ckpt", 4);
   auto bad = scratch("bad.ckpt");
   for (std::size_t length = 0; length < bytes.size(); ++length) {
     INFO("truncated to " << length << " of " << bytes.size() << " bytes");
@@ -142,13 +151,7 @@ TEST_CASE("a truncated or corrupted checkpoint is refused and the model is untou
 }
 
 TEST_CASE("a well-sealed checkpoint with a bad header or version is refused") {
-  generator gen(7);
-  small_net net(gen);
-  auto path = scratch("sealed.ckpt");
-  nn::save(path, net);
-  auto bytes = read_bytes(path);
-  small_net target(gen);
-  const auto before = snapshot(target);
+  auto [bytes, target, before] = save_one("sealed.ckpt", 7);
   auto bad = scratch("resealed.ckpt");
 
   auto version = bytes;

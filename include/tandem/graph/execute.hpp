@@ -14,50 +14,16 @@
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include "tandem/autograd/grad_mode.hpp"
 #include "tandem/graph/kernel.hpp"
+#include "tandem/graph/run.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
 #include "tandem/ops/linalg.hpp"
 #include "tandem/ops/reduce.hpp"
 
 namespace tandem::detail {
-
-using any_tensor =
-    std::variant<tensor<float>, tensor<double>, tensor<std::int32_t>, tensor<std::int64_t>, tensor<bool>>;
-
-template <class N>
-inline constexpr char class_tag = 0;
-
-// How a value is found again: by type for pure classes, by address else.
-template <class N>
-const void* key_of(const sym<N>& s) {
-  if constexpr (is_pure<N>) return &class_tag<N>;
-  else return s.identity();
-}
-
-// Counts kept for tests and the plan statistics: fused loops and eager
-// kernels run, and buffers made for values that are not outputs.
-struct run_counters {
-  std::int64_t fused_loops = 0;
-  std::int64_t eager_kernels = 0;
-  // Fused reductions that ran their group's backward in the forward pass.
-  std::int64_t forward_backward_passes = 0;
-  // Groups run inside a GEMM, on each block of the product it finished.
-  std::int64_t matmul_epilogues = 0;
-};
-
-// What the eager graph keeps of a run that recorded for backward: its
-// backward and the gradients it leaves. The eager graph's nodes see only
-// this, never the executor's type, which names the whole graph type.
-class graph_run {
- public:
-  virtual ~graph_run() = default;
-  virtual void backward(std::vector<std::pair<const void*, any_tensor>> seeds) = 0;
-  virtual const any_tensor* gradient(const void* key) const = 0;
-};
 
 template <class Root, class Inputs>
 class executor final : public graph_run {
@@ -605,33 +571,6 @@ class executor final : public graph_run {
     if constexpr (std::is_same_v<U, T>) return t;
     else return t.template astype<U>();
   }
-
-  // A unit-seeded fused summation's op: the group's value (to reduce), then
-  // the adjoints of the operands I..., for a seed of `seed` everywhere.
-  template <class Kernel, std::size_t... I>
-  struct value_then_adjoints {
-    static constexpr const char* name = "fused_forward_backward";
-    static constexpr bool vectorizable = Kernel::vectorizable, flatten = true;
-    Kernel kernel;
-    typename Kernel::compute_type seed;
-    template <class V, class... Rest>
-    TANDEM_ALWAYS_INLINE std::array<V, 1 + sizeof...(I)> operator()(const V& first, const Rest&... rest) const {
-      auto both = kernel.value_and_adjoints(V(seed), std::array<V, 1 + sizeof...(Rest)>{first, rest...});
-      return {both.value, both.adjoints[I]...};
-    }
-  };
-
-  template <class Kernel, std::size_t... I>
-  struct gather_adjoints {
-    static constexpr const char* name = "fused_backward";
-    static constexpr bool vectorizable = Kernel::vectorizable, flatten = true;
-    Kernel kernel;
-    template <class V, class... In>
-    TANDEM_ALWAYS_INLINE std::array<V, sizeof...(I)> operator()(const V& g, const In&... in) const {
-      std::array<V, sizeof...(In)> all = kernel.adjoints(g, std::array<V, sizeof...(In)>{in...});
-      return {all[I]...};
-    }
-  };
 
   const Inputs& inputs_;
   bool for_backward_;

@@ -162,4 +162,31 @@ struct group_kernel {
   }
 };
 
+// A unit-seeded fused summation's op: the group's value (to reduce), then
+// the adjoints of the operands I..., for a seed of `seed` everywhere.
+template <class Kernel, std::size_t... I>
+struct value_then_adjoints {
+  static constexpr const char* name = "fused_forward_backward";
+  static constexpr bool vectorizable = Kernel::vectorizable, flatten = true;
+  Kernel kernel;
+  typename Kernel::compute_type seed;
+  template <class V, class... Rest>
+  TANDEM_ALWAYS_INLINE std::array<V, 1 + sizeof...(I)> operator()(const V& first, const Rest&... rest) const {
+    auto both = kernel.value_and_adjoints(V(seed), std::array<V, 1 + sizeof...(Rest)>{first, rest...});
+    return {both.value, both.adjoints[I]...};
+  }
+};
+
+template <class Kernel, std::size_t... I>
+struct gather_adjoints {
+  static constexpr const char* name = "fused_backward";
+  static constexpr bool vectorizable = Kernel::vectorizable, flatten = true;
+  Kernel kernel;
+  template <class V, class... In>
+  TANDEM_ALWAYS_INLINE std::array<V, sizeof...(I)> operator()(const V& g, const In&... in) const {
+    std::array<V, sizeof...(In)> all = kernel.adjoints(g, std::array<V, sizeof...(In)>{in...});
+    return {all[I]...};
+  }
+};
+
 }  // namespace tandem::detail

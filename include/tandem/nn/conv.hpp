@@ -3,7 +3,6 @@
 // kh, kw] and, like its bias, starts uniform in +-1/sqrt(fan_in) (PyTorch's
 // default) from the generator given.
 
-#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -29,11 +28,11 @@ class conv2d : public module<conv2d<T>> {
       : weight(shape{checked(in_channels, out_channels, kernel, opts), in_channels / opts.groups, kernel[0], kernel[1]}),
         bias(zeros<T>({out_channels})),
         options(opts) {
-    double bound = 1.0 / std::sqrt(static_cast<double>(std::max<std::int64_t>(init::fans_of(weight).in, 1)));
-    init::uniform_(weight, -bound, bound, gen);
+    std::int64_t fan_in = init::fans_of(weight).in;
+    init::fan_in_uniform_(weight, fan_in, gen);
     this->register_parameter("weight", weight);
     if (with_bias) {
-      init::uniform_(bias, -bound, bound, gen);
+      init::fan_in_uniform_(bias, fan_in, gen);
       this->register_parameter("bias", bias);
     }
   }
@@ -54,22 +53,27 @@ class conv2d : public module<conv2d<T>> {
   }
 };
 
-struct max_pool2d : module<max_pool2d> {
+// A pooling layer: its options, and the op of the same name.
+template <class Pool>
+struct pool_layer : module<pool_layer<Pool>> {
   pool2d_options options;
-  explicit max_pool2d(const pool2d_options& o = {}) : options(o) {}
+  explicit pool_layer(const pool2d_options& o = {}) : options(o) {}
   template <class X>
   auto forward(const X& x) const {
-    return tandem::max_pool2d(x, options);
+    return Pool{}(x, options);
   }
 };
 
-struct avg_pool2d : module<avg_pool2d> {
-  pool2d_options options;
-  explicit avg_pool2d(const pool2d_options& o = {}) : options(o) {}
-  template <class X>
-  auto forward(const X& x) const {
-    return tandem::avg_pool2d(x, options);
-  }
+namespace detail {
+struct max_pool2d_of {
+  auto operator()(const auto& x, const pool2d_options& o) const { return tandem::max_pool2d(x, o); }
 };
+struct avg_pool2d_of {
+  auto operator()(const auto& x, const pool2d_options& o) const { return tandem::avg_pool2d(x, o); }
+};
+}  // namespace detail
+
+using max_pool2d = pool_layer<detail::max_pool2d_of>;
+using avg_pool2d = pool_layer<detail::avg_pool2d_of>;
 
 }  // namespace tandem::nn

@@ -4,6 +4,7 @@
 // fan_in and fan_out are read from the shape: a [in, out] matrix (linear's
 // layout) or an [out, in, kh, kw] convolution kernel.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -45,6 +46,14 @@ void normal_(tensor<T>& t, double mean, double stddev, generator& gen) {
 template <class T>
 void constant_(tensor<T>& t, double value) {
   fill_from(t, full<T>(t.shape(), static_cast<T>(value)));
+}
+
+// Uniform in +-1/sqrt(fan_in): PyTorch's and MindSpore's default for the
+// weights and biases of linear and convolution layers.
+template <class T>
+void fan_in_uniform_(tensor<T>& t, std::int64_t fan_in, generator& gen) {
+  double bound = 1.0 / std::sqrt(static_cast<double>(std::max<std::int64_t>(fan_in, 1)));
+  uniform_(t, -bound, bound, gen);
 }
 
 // He et al.: variance 2 / fan_in, for layers followed by relu.

@@ -5,7 +5,6 @@
 // MindSpore, from the generator given. Without a bias, `bias` is zeros that
 // nothing trains (so the graph is the same in both cases).
 
-#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -24,11 +23,10 @@ class linear : public module<linear<T>> {
 
   linear(std::int64_t in_features, std::int64_t out_features, generator& gen, bool with_bias = true)
       : weight(shape{check(in_features, out_features), out_features}), bias(zeros<T>({out_features})) {
-    double bound = 1.0 / std::sqrt(static_cast<double>(std::max<std::int64_t>(in_features, 1)));
-    init::uniform_(weight, -bound, bound, gen);
+    init::fan_in_uniform_(weight, in_features, gen);
     this->register_parameter("weight", weight);
     if (with_bias) {
-      init::uniform_(bias, -bound, bound, gen);
+      init::fan_in_uniform_(bias, in_features, gen);
       this->register_parameter("bias", bias);
     }
   }

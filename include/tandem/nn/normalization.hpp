@@ -90,7 +90,8 @@ class batch_norm : public module<batch_norm<T, Rank>> {
       no_grad update;
       std::int64_t count = x.numel() / x.shape(1);
       tensor<T> batch_mean = mean(x.detach(), reduced_axes(), false);
-      tensor<T> unbiased = var(x.detach(), reduced_axes(), false, count > 1 ? 1 : 0);
+      T bessel = count > 1 ? static_cast<T>(count) / static_cast<T>(count - 1) : T(1);
+      tensor<T> unbiased = variance.detach().reshape({weight.shape(0)}) * bessel;
       auto m = static_cast<T>(momentum);
       tensor<T> next_mean = running_mean * (1 - m) + batch_mean * m;
       tensor<T> next_var = running_var * (1 - m) + unbiased * m;
