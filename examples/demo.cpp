@@ -12,6 +12,8 @@
 //   ./tandem.sh demo --quick               # what ctest runs: 1 epoch on 3000 images
 #include <tandem/tandem.hpp>
 
+#include "fashion_models.hpp"
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -21,45 +23,8 @@
 #include <vector>
 
 using namespace tandem;
-
-// The classifier: two hidden layers with relu.
-struct mlp : nn::module<mlp> {
-  nn::linear<float> hidden1, hidden2, out;
-  explicit mlp(generator& gen) : hidden1(784, 256, gen), hidden2(256, 256, gen), out(256, 10, gen) {
-    register_module("hidden1", hidden1);
-    register_module("hidden2", hidden2);
-    register_module("out", out);
-  }
-  auto forward(const auto& images) const { return out(relu(hidden2(relu(hidden1(images))))); }
-};
-
-// A small CNN: two 3x3 convolutions with relu and 2x2 max pooling, then a
-// linear classifier over the 32 x 7 x 7 features.
-struct cnn : nn::module<cnn> {
-  nn::conv2d<float> conv1, conv2;
-  nn::max_pool2d pool;
-  nn::linear<float> out;
-  explicit cnn(generator& gen)
-      : conv1(1, 16, {3, 3}, gen, {.padding = {1, 1}}), conv2(16, 32, {3, 3}, gen, {.padding = {1, 1}}),
-        out(32 * 7 * 7, 10, gen) {
-    register_module("conv1", conv1);
-    register_module("conv2", conv2);
-    register_module("out", out);
-  }
-  auto forward(const auto& images) const {
-    auto x = images.reshape({-1, 1, 28, 28});
-    return out(flatten(pool(relu(conv2(pool(relu(conv1(x)))))), 1));
-  }
-};
-
-// The loss of a batch, as a module of its own so that in graph mode the
-// forward and the loss are one static graph.
-template <class Model>
-struct classification_loss : nn::module<classification_loss<Model>> {
-  const Model* model;
-  explicit classification_loss(const Model& m) : model(&m) {}
-  auto forward(const auto& images, const auto& labels) const { return cross_entropy((*model)(images), labels); }
-};
+using fashion::cnn;
+using fashion::mlp;
 
 struct dataset {
   tensor<float> images;  // [N, 784] in [0, 1]
@@ -100,9 +65,12 @@ run_result train(const std::string& name, mode m, const dataset& train_set, cons
   set_mode(m);
   generator gen(7);
   Model model(gen);
-  classification_loss<Model> loss_of(model);
   nn::adam optimizer(model.named_parameters(), {.lr = 1e-3});
   nn::cosine_schedule schedule(optimizer, epochs, 1e-4);
+  // One training step: eagerly, zero_grad, forward, backward, update; in
+  // mode::graph, forward, backward and update as one static graph call.
+  nn::train_step step([&model](const auto& images, const auto& labels) { return cross_entropy(model(images), labels); },
+                      optimizer);
   run_result result{name, m == mode::graph ? "graph" : "eager", {}, 0, 0};
   std::int64_t steps = 0;
   double seconds = 0;
@@ -111,11 +79,7 @@ run_result train(const std::string& name, mode m, const dataset& train_set, cons
     double total = 0;
     std::int64_t batches = 0;
     for (const auto& index : data::batches(train_set.images.shape(0), 128, &gen)) {
-      tensor<float> loss = loss_of(index_select(train_set.images, 0, index), index_select(train_set.labels, 0, index));
-      optimizer.zero_grad();
-      loss.backward();
-      optimizer.step();
-      total += loss.item();
+      total += step(index_select(train_set.images, 0, index), index_select(train_set.labels, 0, index)).item();
       ++batches;
     }
     schedule.step();
@@ -135,6 +99,8 @@ run_result train(const std::string& name, mode m, const dataset& train_set, cons
 
 int main(int argc, char** argv) {
   int mlp_epochs = 8, cnn_epochs = 3;
+  std::string which = "both";
+  std::vector<mode> modes{mode::eager, mode::graph};
   std::int64_t limit = 60000;
   std::string dir = "/usr/share/datasets/fashion-mnist";
   for (int i = 1; i < argc; ++i) {
@@ -142,8 +108,12 @@ int main(int argc, char** argv) {
     if (arg == "--quick") mlp_epochs = cnn_epochs = 1, limit = 3000;
     else if (arg == "--epochs" && i + 1 < argc) mlp_epochs = cnn_epochs = std::atoi(argv[++i]);
     else if (arg == "--data" && i + 1 < argc) dir = argv[++i];
+    else if (arg == "--model" && i + 1 < argc && (std::string(argv[i + 1]) == "mlp" || std::string(argv[i + 1]) == "cnn"))
+      which = argv[++i];
+    else if (arg == "--mode" && i + 1 < argc && (std::string(argv[i + 1]) == "eager" || std::string(argv[i + 1]) == "graph"))
+      modes = {std::string(argv[++i]) == "eager" ? mode::eager : mode::graph};
     else {
-      std::cerr << "usage: demo [--quick] [--epochs N] [--data DIR]\n";
+      std::cerr << "usage: demo [--quick] [--epochs N] [--model mlp|cnn] [--mode eager|graph] [--data DIR]\n";
       return 2;
     }
   }
@@ -166,17 +136,18 @@ int main(int argc, char** argv) {
             << "an MLP 784-256-256-10 and a CNN (two 3x3 convolutions), Adam with a cosine schedule, batch 128,\n"
             << "each trained eagerly and in graph mode from the same seed\n";
 
-  std::vector<run_result> runs{train<mlp>("mlp", mode::eager, train_set, test_set, mlp_epochs),
-                               train<mlp>("mlp", mode::graph, train_set, test_set, mlp_epochs),
-                               train<cnn>("cnn", mode::eager, train_set, test_set, cnn_epochs),
-                               train<cnn>("cnn", mode::graph, train_set, test_set, cnn_epochs)};
+  std::vector<run_result> runs;
+  for (mode m : modes)
+    if (which != "cnn") runs.push_back(train<mlp>("mlp", m, train_set, test_set, mlp_epochs));
+  for (mode m : modes)
+    if (which != "mlp") runs.push_back(train<cnn>("cnn", m, train_set, test_set, cnn_epochs));
 
   std::cout << "\nmodel  mode   test accuracy  steps/s\n";
   for (const auto& r : runs)
     std::cout << r.model << "    " << r.mode << "  " << std::fixed << std::setprecision(4) << r.test_accuracy
               << "         " << std::setprecision(0) << r.steps_per_second << "\n";
   double worst = 0;
-  for (std::size_t k = 0; k < runs.size(); k += 2) {
+  for (std::size_t k = 0; modes.size() == 2 && k < runs.size(); k += 2) {
     double differs = 0;
     for (std::size_t e = 0; e < runs[k].losses.size(); ++e)
       differs = std::max(differs, std::abs(runs[k].losses[e] - runs[k + 1].losses[e]) / std::abs(runs[k].losses[e]));

@@ -31,6 +31,7 @@
 #include "tandem/nn/normalization.hpp"
 #include "tandem/nn/optimizer.hpp"
 #include "tandem/nn/sequential.hpp"
+#include "tandem/nn/train_step.hpp"
 #include "tandem/ops/conv.hpp"
 #include "tandem/ops/elementwise.hpp"
 #include "tandem/ops/linalg.hpp"

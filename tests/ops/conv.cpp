@@ -1,5 +1,6 @@
 // conv2d against a direct double loop over strides, padding, dilation and
-// groups, on odd sizes and non-contiguous inputs; gradients by finite
+// groups, on odd sizes and non-contiguous inputs, with and without a bias;
+// the same bits on any thread count; gradients by finite
 // differences eagerly and in a static graph; bad shapes; and a clear error
 // for a second derivative.
 #include <doctest/doctest.h>
@@ -69,17 +70,52 @@ TEST_CASE("conv2d equals a direct double loop over strides, padding, dilation an
     }
     tensor<float> xf = x.astype<float>(), wf = w.astype<float>();
     test::check_values(conv2d(xf, wf, o), out, want, "float32", 1e-5, 1e-5);
+
+    tensor<double> b = test::random_tensor<double>({ws[0]}, -1, 1, 80 + k);
+    std::vector<double> with_bias = want;
+    std::int64_t plane = out[2] * out[3];
+    for (std::size_t e = 0; e < with_bias.size(); ++e)
+      with_bias[e] += b.at((static_cast<std::int64_t>(e) / plane) % ws[0]);
+    test::check_values(conv2d(x, w, b, o), out, with_bias, "with a bias");
+    test::check_values(conv2d(x, w, tensor<double>(shape{0}), o), out, want, "with an empty bias");
   }
+}
+
+TEST_CASE("conv2d is the same for any thread count, and on a batch larger than a chunk of the kernel's gradient") {
+  tensor<double> x = test::random_tensor<double>({19, 3, 9, 8}, -1, 1, 5), w = test::random_tensor<double>({4, 3, 3, 3}, -1, 1, 6);
+  shape out;
+  std::vector<double> want = conv_reference(x, w, {.padding = {1, 1}}, out);
+  auto run = [&] {
+    tensor<double> xg = x.clone(), wg = w.clone();
+    xg.set_requires_grad(true);
+    wg.set_requires_grad(true);
+    tensor<double> y = conv2d(xg, wg, {.padding = {1, 1}});
+    sum(y * y).backward();
+    return std::tuple{y.detach(), xg.grad(), wg.grad()};
+  };
+  set_num_threads(1);
+  auto [y1, dx1, dw1] = run();
+  set_num_threads(3);
+  auto [y3, dx3, dw3] = run();
+  set_num_threads(0);
+  test::check_values(y1, out, want, "one thread");
+  test::check_values(y3, y1, "three threads", 0, 0);
+  test::check_values(dx3, dx1, "dx, three threads", 0, 0);
+  test::check_values(dw3, dw1, "dw, three threads", 0, 0);
 }
 
 TEST_CASE("conv2d passes finite-difference gradient checks, eagerly and in a static graph") {
   auto graph = jit([](auto x, auto w, conv2d_options o) { return tanh(conv2d(x, w, o)); });
+  auto biased = jit([](auto x, auto w, auto b, conv2d_options o) { return tanh(conv2d(x, w, b, o)); });
   for (std::size_t k = 1; k < cases.size(); ++k) {
     const auto& [xs, ws, o] = cases[k];
     INFO("case " << k);
     tensor<double> x = test::away_from_zero(xs, 40 + k, 0.1, 1.0), w = test::away_from_zero(ws, 60 + k, 0.1, 1.0);
     test::check_gradients([&](const auto& v) { return tanh(conv2d(v[0], v[1], o)); }, {x, w}, "eager");
     test::check_gradients([&](const auto& v) { return graph(v[0], v[1], o); }, {x, w}, "static");
+    tensor<double> b = test::away_from_zero({ws[0]}, 70 + k, 0.1, 1.0);
+    test::check_gradients([&](const auto& v) { return tanh(conv2d(v[0], v[1], v[2], o)); }, {x, w, b}, "eager, bias");
+    test::check_gradients([&](const auto& v) { return biased(v[0], v[1], v[2], o); }, {x, w, b}, "static, bias");
   }
 }
 
@@ -92,6 +128,9 @@ TEST_CASE("conv2d reports bad shapes and refuses a second derivative") {
                        shape_error);
   CHECK_THROWS_AS(conv2d(x, zeros<double>({2, 4, 3, 3}), {.stride = {0, 1}}), shape_error);
   CHECK_THROWS_AS(conv2d(zeros<double>({4, 5, 5}), zeros<double>({2, 4, 3, 3})), shape_error);
+  CHECK_THROWS_WITH_AS(conv2d(x, zeros<double>({2, 4, 3, 3}), zeros<double>({3})),
+                       "tandem::conv2d: the bias must have shape [2] (one per output channel) or no elements, not [3]",
+                       shape_error);
 
   tensor<double> input = test::random_tensor<double>({1, 1, 4, 4}, -1, 1, 3);
   tensor<double> kernel = test::random_tensor<double>({1, 1, 2, 2}, -1, 1, 4);

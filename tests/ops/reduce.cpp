@@ -50,7 +50,7 @@ axes axes_of(const std::vector<bool>& set) {
 
 TEST_CASE_TEMPLATE("sum, mean, max, min, prod over every axis set", T, float, double) {
   std::uint64_t seed = 1;
-  for (shape s : {shape{4, 5, 6}, shape{3, 1, 33}, shape{0, 4, 2}}) {
+  for (shape s : {shape{4, 5, 6}, shape{3, 1, 33}, shape{0, 4, 2}, shape{3, 4, 9, 8}}) {
     tensor<T> base = test::random_tensor<T>(s, 0.5, 1.5, seed++);
     for (auto& [layout, x] : test::layouts(base))
       for (const auto& set : every_axis_set(s.size())) {
@@ -171,16 +171,20 @@ TEST_CASE("reductions give the same bits for any thread count") {
   generator gen(5);
   tensor<float> x = normal({1000003}, 0, 1, gen);
   tensor<float> m = normal({300, 3001}, 0, 1, gen);
+  tensor<float> images = normal({16, 5, 30, 30}, 0, 1, gen);
   set_num_threads(1);
   float one_total = sum(x).item();
   auto one_rows = sum(m, 1).to_vector(), one_cols = sum(m, 0).to_vector();
+  auto one_channels = sum(images, {0, 2, 3}).to_vector();
   set_num_threads(3);
   float many_total = sum(x).item();
   auto many_rows = sum(m, 1).to_vector(), many_cols = sum(m, 0).to_vector();
+  auto many_channels = sum(images, {0, 2, 3}).to_vector();
   set_num_threads(0);
   CHECK(one_total == many_total);
   CHECK(one_rows == many_rows);
   CHECK(one_cols == many_cols);
+  CHECK(one_channels == many_channels);
 }
 
 TEST_CASE("reduction mistakes name the op and the shapes") {

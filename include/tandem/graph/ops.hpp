@@ -141,6 +141,14 @@ auto conv2d(const X& x, const W& w, const conv2d_options& options = {}) {
       "conv2d", [options](const auto& a, const auto& k) { return conv2d(a, k, options); }, detail::operand_symbol(x),
       detail::operand_symbol(w));
 }
+template <class X, class W, class B>
+  requires detail::any_symbolic<X, W, B> && detail::has_elements<X> && detail::has_elements<W> &&
+           detail::has_elements<B>
+auto conv2d(const X& x, const W& w, const B& bias, const conv2d_options& options = {}) {
+  return detail::apply_eager(
+      "conv2d", [options](const auto& a, const auto& k, const auto& b) { return conv2d(a, k, b, options); },
+      detail::operand_symbol(x), detail::operand_symbol(w), detail::operand_symbol(bias));
+}
 
 template <class N>
 auto max_pool2d(const sym<N>& x, const pool2d_options& options = {}) {

@@ -4,7 +4,12 @@
 // interface through which the eager graph runs a graph's backward without
 // naming the graph's type.
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -46,6 +51,51 @@ class graph_run {
   virtual ~graph_run() = default;
   virtual void backward(std::vector<std::pair<const void*, any_tensor>> seeds) = 0;
   virtual const any_tensor* gradient(const void* key) const = 0;
+};
+
+// The gradients a finished backward left at a graph's captured tensors,
+// looked up by the leaf tensor a value was captured from. A tensor captured
+// at several places in the graph gets the sum of their gradients.
+class captured_gradients {
+ public:
+  captured_gradients(std::shared_ptr<graph_run> run, const std::unordered_map<const void*, any_tensor>& captured)
+      : run_(std::move(run)), captured_(captured.begin(), captured.end()) {}
+
+  // A captured value that eager ops computed from parameters while the
+  // graph was traced (`sum(w * w)` of two tensors is one eager value) hands
+  // its gradient on through the eager graph, to the parameters' `.grad`.
+  void continue_through_eager_graph() const {
+    for (const auto& [key, value] : captured_)
+      std::visit(
+          [&, key = key](const auto& t) {
+            using T = typename std::decay_t<decltype(t)>::value_type;
+            if constexpr (std::is_floating_point_v<T>) {
+              if (t.is_leaf() || !t.requires_grad()) return;
+              if (const any_tensor* g = run_->gradient(key)) t.backward(std::get<tensor<T>>(*g));
+            }
+          },
+          value);
+  }
+
+  template <class T>
+  std::optional<tensor<T>> of(const tensor<T>& t) const {
+    std::optional<tensor<T>> total;
+    for (const auto& [key, value] : captured_) {
+      const auto* same = std::get_if<tensor<T>>(&value);
+      if (!same || !same->is_leaf() || same->data() != t.data() || same->shape() != t.shape() ||
+          !std::ranges::equal(same->strides(), t.strides()))
+        continue;
+      const any_tensor* g = run_->gradient(key);
+      if (!g) continue;
+      const tensor<T>& gradient = std::get<tensor<T>>(*g);
+      total = total ? *total + gradient : gradient;
+    }
+    return total;
+  }
+
+ private:
+  std::shared_ptr<graph_run> run_;
+  std::vector<std::pair<const void*, any_tensor>> captured_;
 };
 
 }  // namespace tandem::detail

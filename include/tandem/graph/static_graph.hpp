@@ -133,6 +133,32 @@ class static_graph {
         arguments);
   }
 
+  // The graph and its backward from ones at its output, in one call and
+  // outside eager autograd: what a fused training step runs. Returns the
+  // output and the gradients the backward left at the tensors the graph
+  // captured (a model's parameters), found by the tensor they came from.
+  template <class... A>
+  auto value_and_captured_gradients(const A&... a) const {
+    auto root = trace(a...);
+    using root_type = decltype(root);
+    using inputs_type = std::tuple<const A&...>;
+    using exec_type = detail::executor<root_type, inputs_type>;
+    auto keys = output_keys(root);
+    static_assert(keys.size() == 1, "tandem::jit: a training step's function must return one value, its loss");
+    const void* key = keys[0];
+    detail::signature signature = detail::signature_of(a...);
+    bool known = cache_->find(signature) != nullptr;
+    inputs_type inputs{a...};
+    std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(inputs, true, key)));
+    auto* exec = static_cast<exec_type*>(run.get());
+    auto output = detail::apply_operands([&](const auto& loss) { return exec->value(loss); }, root.children);
+    static_assert(std::is_floating_point_v<typename decltype(output)::value_type>,
+                  "tandem::jit: a training step's loss must be a float or double tensor");
+    if (!known) remember(signature, exec->counters(), std::tuple{output});
+    exec->backward({{key, detail::any_tensor(ones_like(output))}});
+    return std::pair{output, detail::captured_gradients(std::move(run), exec->captured())};
+  }
+
   plan_statistics statistics() const { return cache_->statistics(); }
   const F& function() const { return f_; }
 
@@ -164,7 +190,7 @@ class static_graph {
     using exec_type = detail::executor<root_type, inputs_type>;
 
     detail::signature signature = detail::signature_of(a...);
-    std::shared_ptr<const detail::plan> known = cache_->find(signature);
+    bool known = cache_->find(signature) != nullptr;
     bool recording = is_grad_enabled() && (detail::input_requires_grad(a) || ... || has_captured<root_type>());
     inputs_type inputs{a...};
     // Types that name the graph type never reach std::make_shared, std::tuple
@@ -174,16 +200,21 @@ class static_graph {
     std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(inputs, recording, seeded)));
     auto* exec = static_cast<exec_type*>(run.get());
     auto outputs = detail::apply_operands([&](const auto&... out) { return std::tuple{exec->value(out)...}; }, root.children);
-    if (!known) {
-      auto built = std::make_shared<detail::plan>();
-      std::apply([&](const auto&... t) { built->outputs = {t.shape()...}; }, outputs);
-      built->fused_loops = exec->counters().fused_loops;
-      built->eager_kernels = exec->counters().eager_kernels;
-      cache_->insert(signature, std::move(built));
-    }
+    if (!known) remember(signature, exec->counters(), outputs);
     if (recording) connect(std::move(run), exec->captured(), output_keys(root), outputs, a...);
     if constexpr (std::tuple_size_v<decltype(outputs)> == 1) return std::get<0>(outputs);
     else return outputs;
+  }
+
+  // Keeps the plan of the first call with a signature.
+  template <class Outputs>
+  void remember(const detail::signature& signature, const detail::run_counters& counters,
+                const Outputs& outputs) const {
+    auto built = std::make_shared<detail::plan>();
+    std::apply([&](const auto&... t) { built->outputs = {t.shape()...}; }, outputs);
+    built->fused_loops = counters.fused_loops;
+    built->eager_kernels = counters.eager_kernels;
+    cache_->insert(signature, std::move(built));
   }
 
   template <class Root>

@@ -1,7 +1,8 @@
 #pragma once
 // nn::conv2d and the pooling layers. conv2d's kernel is [out, in / groups,
 // kh, kw] and, like its bias, starts uniform in +-1/sqrt(fan_in) (PyTorch's
-// default) from the generator given.
+// default) from the generator given. A layer without bias holds an empty
+// one, which conv2d skips.
 
 #include <cstdint>
 #include <string>
@@ -26,7 +27,7 @@ class conv2d : public module<conv2d<T>> {
   conv2d(std::int64_t in_channels, std::int64_t out_channels, std::array<std::int64_t, 2> kernel, generator& gen,
          const conv2d_options& opts = {}, bool with_bias = true)
       : weight(shape{checked(in_channels, out_channels, kernel, opts), in_channels / opts.groups, kernel[0], kernel[1]}),
-        bias(zeros<T>({out_channels})),
+        bias(shape{with_bias ? out_channels : 0}),
         options(opts) {
     std::int64_t fan_in = init::fans_of(weight).in;
     init::fan_in_uniform_(weight, fan_in, gen);
@@ -39,7 +40,7 @@ class conv2d : public module<conv2d<T>> {
 
   template <class X>
   auto forward(const X& x) const {
-    return tandem::conv2d(x, weight, options) + bias.reshape({bias.shape(0), 1, 1});
+    return tandem::conv2d(x, weight, bias, options);
   }
 
  private:

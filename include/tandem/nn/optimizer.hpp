@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -59,7 +60,25 @@ void update_in_place(const Op& op, slot_state<T>& p, const tensor<T>& grad) {
 class optimizer {
  public:
   virtual ~optimizer() = default;
-  virtual void step() = 0;
+
+  // Updates every parameter that has a gradient (in `.grad`).
+  void step() {
+    step_with([](const auto& parameter) {
+      return parameter.has_grad() ? std::optional{parameter.grad()} : std::nullopt;
+    });
+  }
+  // Updates every parameter from gradients kept elsewhere:
+  // `gradient_of(parameter)` returns its gradient as a std::optional, empty
+  // where there is none. A fused training step hands over its graph's
+  // gradients so, without writing them to `.grad`.
+  template <class Gradients>
+  void step_with(const Gradients& gradient_of) {
+    ++steps_;
+    for (auto& p : floats_)
+      if (auto g = gradient_of(p.value)) update(p, *g);
+    for (auto& p : doubles_)
+      if (auto g = gradient_of(p.value)) update(p, *g);
+  }
 
   void zero_grad() {
     for (auto& p : floats_) p.value.zero_grad();
@@ -110,15 +129,9 @@ class optimizer {
           p.value);
   }
 
-  // Calls update(slot, grad) for every parameter that has a gradient.
-  template <class Update>
-  void for_each_gradient(const Update& update) {
-    ++steps_;
-    for (auto& p : floats_)
-      if (p.value.has_grad()) update(p, p.value.grad());
-    for (auto& p : doubles_)
-      if (p.value.has_grad()) update(p, p.value.grad());
-  }
+  // One parameter's update in a step (steps() already counts the step).
+  virtual void update(detail::slot_state<float>& p, const tensor<float>& grad) = 0;
+  virtual void update(detail::slot_state<double>& p, const tensor<double>& grad) = 0;
 
   std::vector<detail::slot_state<float>> floats_;
   std::vector<detail::slot_state<double>> doubles_;
@@ -151,21 +164,23 @@ class sgd : public optimizer {
       throw value_error("tandem::nn::sgd: Nesterov momentum needs a positive momentum and no dampening");
   }
 
-  void step() override {
-    bool first = steps() == 0;
-    for_each_gradient([&](auto& p, const auto& grad) {
-      using T = typename std::decay_t<decltype(p.value)>::value_type;
-      if (options_.momentum == 0)
-        detail::update_in_place<T, 0>(plain_op<T>{T(learning_rate_), T(options_.weight_decay)}, p, grad);
-      else
-        detail::update_in_place<T, 1>(
-            momentum_op<T>{T(learning_rate_), T(options_.weight_decay), T(options_.momentum),
-                           T(first ? 1 : 1 - options_.dampening), first, options_.nesterov},
-            p, grad);
-    });
-  }
+
+ protected:
+  void update(detail::slot_state<float>& p, const tensor<float>& grad) override { update_slot(p, grad); }
+  void update(detail::slot_state<double>& p, const tensor<double>& grad) override { update_slot(p, grad); }
 
  private:
+  template <class T>
+  void update_slot(detail::slot_state<T>& p, const tensor<T>& grad) {
+    bool first = steps() == 1;
+    if (options_.momentum == 0)
+      detail::update_in_place<T, 0>(plain_op<T>{T(learning_rate_), T(options_.weight_decay)}, p, grad);
+    else
+      detail::update_in_place<T, 1>(momentum_op<T>{T(learning_rate_), T(options_.weight_decay), T(options_.momentum),
+                                                   T(first ? 1 : 1 - options_.dampening), first, options_.nesterov},
+                                    p, grad);
+  }
+
   template <class T>
   struct plain_op {
     static constexpr const char* name = "sgd";
@@ -206,20 +221,11 @@ class adam : public optimizer {
  public:
   adam(const std::vector<named_tensor>& parameters, const adam_options& options) : adam(parameters, options, false) {}
 
-  void step() override {
-    for_each_gradient([&](auto& p, const auto& grad) {
-      using T = typename std::decay_t<decltype(p.value)>::value_type;
-      double t = static_cast<double>(steps());
-      double correction1 = 1 - std::pow(options_.beta1, t), correction2 = 1 - std::pow(options_.beta2, t);
-      detail::update_in_place<T, 2>(
-          adam_op<T>{T(learning_rate_ / correction1), T(1 / std::sqrt(correction2)), T(options_.beta1),
-                     T(options_.beta2), T(options_.eps), T(options_.weight_decay),
-                     T(decoupled_ ? 1 - learning_rate_ * options_.weight_decay : 1), decoupled_},
-          p, grad);
-    });
-  }
 
  protected:
+  void update(detail::slot_state<float>& p, const tensor<float>& grad) override { update_slot(p, grad); }
+  void update(detail::slot_state<double>& p, const tensor<double>& grad) override { update_slot(p, grad); }
+
   adam(const std::vector<named_tensor>& parameters, const adam_options& options, bool decoupled)
       : optimizer(parameters, options.lr, {"exp_avg", "exp_avg_sq"}), options_(options), decoupled_(decoupled) {
     if (options.beta1 < 0 || options.beta1 >= 1 || options.beta2 < 0 || options.beta2 >= 1)
@@ -229,6 +235,17 @@ class adam : public optimizer {
   }
 
  private:
+  template <class T>
+  void update_slot(detail::slot_state<T>& p, const tensor<T>& grad) {
+    double t = static_cast<double>(steps());
+    double correction1 = 1 - std::pow(options_.beta1, t), correction2 = 1 - std::pow(options_.beta2, t);
+    detail::update_in_place<T, 2>(adam_op<T>{T(learning_rate_ / correction1), T(1 / std::sqrt(correction2)),
+                                             T(options_.beta1), T(options_.beta2), T(options_.eps),
+                                             T(options_.weight_decay),
+                                             T(decoupled_ ? 1 - learning_rate_ * options_.weight_decay : 1), decoupled_},
+                                  p, grad);
+  }
+
   template <class T>
   struct adam_op {
     static constexpr const char* name = "adam";

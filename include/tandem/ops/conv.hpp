@@ -1,15 +1,17 @@
 #pragma once
 // conv2d over NCHW images with a [out, in / groups, kh, kw] kernel: stride,
 // padding, dilation and groups, as in PyTorch and MindSpore (pad mode
-// "pad"). It runs as one GEMM per group over the whole batch: im2col lays
-// the receptive fields out as columns (kernels/cpu/conv.hpp), the kernel
-// multiplies them, and the product is put back in NCHW order. Its
-// derivative is two more GEMMs: the input's gradient is W^T times the
-// output's gradient, added back into images by col2im; the kernel's is the
-// output's gradient times the columns transposed. Those two are first
-// derivatives only: differentiating them again throws.
+// "pad"), with an optional bias per output channel. Each image runs as one
+// GEMM per group on its own receptive fields laid out as columns
+// (kernels/cpu/conv.hpp), written straight into the NCHW output. Its
+// derivative is two more GEMMs per image: the input's gradient is W^T
+// times the output's gradient, added back into the image by col2im; the
+// kernel's is the output's gradient times the columns transposed, summed
+// over images. Those two are first derivatives only: differentiating them
+// again throws. The bias's gradient is a sum.
 
 #include <array>
+#include <concepts>
 #include <cstdint>
 #include <string>
 
@@ -17,6 +19,7 @@
 #include "tandem/core/tensor.hpp"
 #include "tandem/kernels/cpu/conv.hpp"
 #include "tandem/kernels/cpu/gemm.hpp"
+#include "tandem/ops/reduce.hpp"
 
 namespace tandem {
 
@@ -59,33 +62,17 @@ inline conv_geometry conv_geometry_of(const shape& x, const shape& w, const conv
   return g;
 }
 
-// The output's gradient [N, O, OH, OW] as the [O, N * OH * OW] matrix the
-// GEMMs read.
-template <class T>
-tensor<T> output_matrix(const tensor<T>& g) {
-  return g.detach().permute(std::vector<std::int64_t>{1, 0, 2, 3}).contiguous();
-}
-
-template <class T>
-tensor<T> columns_of(const tensor<T>& x, const conv_geometry& g) {
-  tensor<T> image = x.detach().contiguous();
-  tensor<T> columns(shape{g.rows(), g.columns()});
-  im2col(g, image.data(), columns.data());
-  return columns;
+inline conv_layout conv_layout_of(const shape& x, const shape& w, const conv2d_options& o) {
+  return {conv_geometry_of(x, w, o), w[0], o.groups};
 }
 
 template <class T>
 tensor<T> conv2d_input_gradient(const tensor<T>& grad, const tensor<T>& w, const shape& x_shape,
                                 const conv2d_options& o) {
-  conv_geometry g = conv_geometry_of(x_shape, w.shape(), o);
-  tensor<T> dy = output_matrix(grad), kernel = w.detach().contiguous();
-  std::int64_t out_per_group = w.shape(0) / o.groups, k = g.rows() / o.groups, n = g.columns();
-  tensor<T> columns(shape{g.rows(), n});
-  for (std::int64_t group = 0; group < o.groups; ++group)
-    gemm<T>(k, n, out_per_group, {kernel.data() + group * out_per_group * k, 1, k},
-            {dy.data() + group * out_per_group * n, n, 1}, columns.data() + group * k * n, n);
+  conv_layout l = conv_layout_of(x_shape, w.shape(), o);
+  tensor<T> dy = grad.detach().contiguous(), kernel = w.detach().contiguous();
   tensor<T> dx(x_shape);
-  col2im(g, columns.data(), dx.data());
+  conv2d_backward_input(l, dy.data(), kernel.data(), dx.data());
   record(conv2d_input_gradient_op{}, dx, grad, w);
   return dx;
 }
@@ -93,15 +80,25 @@ tensor<T> conv2d_input_gradient(const tensor<T>& grad, const tensor<T>& w, const
 template <class T>
 tensor<T> conv2d_kernel_gradient(const tensor<T>& grad, const tensor<T>& x, const shape& w_shape,
                                  const conv2d_options& o) {
-  conv_geometry g = conv_geometry_of(x.shape(), w_shape, o);
-  tensor<T> dy = output_matrix(grad), columns = columns_of(x, g);
-  std::int64_t out_per_group = w_shape[0] / o.groups, k = g.rows() / o.groups, n = g.columns();
+  conv_layout l = conv_layout_of(x.shape(), w_shape, o);
+  tensor<T> dy = grad.detach().contiguous(), image = x.detach().contiguous();
   tensor<T> dw(w_shape);
-  for (std::int64_t group = 0; group < o.groups; ++group)
-    gemm<T>(out_per_group, k, n, {dy.data() + group * out_per_group * n, n, 1},
-            {columns.data() + group * k * n, 1, n}, dw.data() + group * out_per_group * k, k);
+  conv2d_backward_kernel(l, dy.data(), image.data(), dw.data());
   record(conv2d_kernel_gradient_op{}, dw, grad, x);
   return dw;
+}
+
+template <class T>
+tensor<T> conv2d(const tensor<T>& x, const tensor<T>& w, const tensor<T>* bias, const conv2d_options& options) {
+  conv_layout l = conv_layout_of(x.shape(), w.shape(), options);
+  if (bias && bias->numel() > 0 && bias->shape() != shape{w.shape(0)})
+    throw shape_error("tandem::conv2d: the bias must have shape [" + std::to_string(w.shape(0)) + "] (one per output "
+                      "channel) or no elements, not " + to_string(bias->shape()));
+  tensor<T> image = x.detach().contiguous(), kernel = w.detach().contiguous();
+  tensor<T> offsets = bias && bias->numel() > 0 ? bias->detach().contiguous() : tensor<T>();
+  tensor<T> out(shape{l.g.batch, l.out_channels, l.g.out_h, l.g.out_w});
+  conv2d_forward(l, image.data(), kernel.data(), offsets.numel() > 0 ? offsets.data() : nullptr, out.data());
+  return out;
 }
 
 }  // namespace detail
@@ -109,28 +106,38 @@ tensor<T> conv2d_kernel_gradient(const tensor<T>& grad, const tensor<T>& x, cons
 struct conv2d_op {
   static constexpr const char* name = "conv2d";
   conv2d_options options;
-  template <std::size_t I, class G, class Y, class X, class W>
-  auto derivative(const G& g, const Y&, const X& x, const W& w) const {
+  template <std::size_t I, class G, class Y, class X, class W, class... B>
+  auto derivative(const G& g, const Y&, const X& x, const W& w, const B&... b) const {
     if constexpr (I == 0) return detail::conv2d_input_gradient(g, w, x.shape(), options);
-    else return detail::conv2d_kernel_gradient(g, x, w.shape(), options);
+    else if constexpr (I == 1) return detail::conv2d_kernel_gradient(g, x, w.shape(), options);
+    else return bias_gradient(g, b...);
+  }
+
+ private:
+  // An empty bias (no bias) gets an empty gradient.
+  template <class G, class B>
+  static G bias_gradient(const G& g, const B& bias) {
+    if (bias.numel() == 0) return G(shape{0});
+    return sum(g, axes{0, 2, 3});
   }
 };
 
 template <floating_element T>
 tensor<T> conv2d(const tensor<T>& x, const tensor<T>& w, const conv2d_options& options = {}) {
-  detail::conv_geometry g = detail::conv_geometry_of(x.shape(), w.shape(), options);
-  tensor<T> columns = detail::columns_of(x, g), kernel = w.detach().contiguous();
-  std::int64_t out_channels = w.shape(0), out_per_group = out_channels / options.groups;
-  std::int64_t k = g.rows() / options.groups, n = g.columns();
-  tensor<T> product(shape{out_channels, n});
-  for (std::int64_t group = 0; group < options.groups; ++group)
-    detail::gemm<T>(out_per_group, n, k, {kernel.data() + group * out_per_group * k, k, 1},
-                    {columns.data() + group * k * n, n, 1}, product.data() + group * out_per_group * n, n);
-  tensor<T> out = product.reshape({out_channels, g.batch, g.out_h * g.out_w})
-                      .permute(std::vector<std::int64_t>{1, 0, 2})
-                      .contiguous()
-                      .reshape({g.batch, out_channels, g.out_h, g.out_w});
+  tensor<T> out = detail::conv2d(x, w, static_cast<const tensor<T>*>(nullptr), options);
   detail::record(conv2d_op{options}, out, x, w);
+  return out;
+}
+
+// With a bias per output channel, added to the output (a bias with no
+// elements adds nothing: a layer without bias passes one so). The bias is
+// deduced, never built from braces, so conv2d(x, w, {.stride = ...}) stays
+// the call without one.
+template <floating_element T, class B>
+  requires std::same_as<B, tensor<T>>
+tensor<T> conv2d(const tensor<T>& x, const tensor<T>& w, const B& bias, const conv2d_options& options = {}) {
+  tensor<T> out = detail::conv2d(x, w, &bias, options);
+  detail::record(conv2d_op{options}, out, x, w, bias);
   return out;
 }
 

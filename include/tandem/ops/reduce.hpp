@@ -99,13 +99,18 @@ inline reduction_shape plan_reduction(const shape& in, const axes& ax, bool keep
   return plan;
 }
 
-// x's data laid out for a kernel: `rows` means [kept..., reduced...] is
-// contiguous (K rows of M), otherwise [reduced..., kept...] is.
+// x's data laid out for a kernel: rows means [kept..., reduced...] is
+// contiguous (K rows of M), columns that [reduced..., kept...] is, middle
+// that x itself is contiguous with its kept axes in one run between reduced
+// ones ([outer, K, inner]: a batch norm's [N, C, H, W] over {0, 2, 3}).
+enum class reduction_layout { rows, columns, middle };
+
 template <class T>
 struct arranged_reduction {
   reduction_shape plan;
   tensor<T> source;
-  bool rows;
+  reduction_layout layout;
+  std::int64_t outer = 1, inner = 1;  // for middle
 };
 
 template <class T>
@@ -116,10 +121,17 @@ arranged_reduction<T> arrange(const tensor<T>& x, const axes& ax, bool keepdims,
   for (auto i : plan.reduced_order) rows_order.push_back(i);
   for (auto i : plan.kept_order) columns_order.push_back(i);
   tensor<T> as_rows = x.permute(std::span<const std::int64_t>(rows_order.data(), rows_order.size()));
-  if (as_rows.is_contiguous()) return {plan, as_rows, true};
+  if (as_rows.is_contiguous()) return {plan, as_rows, reduction_layout::rows};
   tensor<T> as_columns = x.permute(std::span<const std::int64_t>(columns_order.data(), columns_order.size()));
-  if (!rows_only && as_columns.is_contiguous()) return {plan, as_columns, false};
-  return {plan, as_rows.contiguous(), true};
+  if (!rows_only && as_columns.is_contiguous()) return {plan, as_columns, reduction_layout::columns};
+  if (!rows_only && x.is_contiguous() && !plan.kept_order.empty() &&
+      plan.kept_order.back() - plan.kept_order[0] + 1 == static_cast<std::int64_t>(plan.kept_order.size())) {
+    arranged_reduction<T> middle{plan, x, reduction_layout::middle};
+    for (std::int64_t i = 0; i < plan.kept_order[0]; ++i) middle.outer *= x.shape(i);
+    for (std::int64_t i = plan.kept_order.back() + 1; i < x.dim(); ++i) middle.inner *= x.shape(i);
+    return middle;
+  }
+  return {plan, as_rows.contiguous(), reduction_layout::rows};
 }
 
 inline void require_elements(const reduction_shape& plan, const shape& in, const char* op) {
@@ -137,8 +149,17 @@ tensor<R> reduce(const tensor<T>& x, const axes& ax, bool keepdims, const Reduce
   arranged_reduction<T> a = arrange(x, ax, keepdims, op);
   tensor<R> out(a.plan.out_shape);
   auto finish = finish_for(a.plan.length);
-  if (a.rows) reduce_rows<Reducer, A>(r, a.source.data(), a.plan.kept, a.plan.length, out.data(), finish);
-  else reduce_columns<Reducer, A>(r, a.source.data(), a.plan.kept, a.plan.length, out.data(), finish);
+  switch (a.layout) {
+    case reduction_layout::rows:
+      reduce_rows<Reducer, A>(r, a.source.data(), a.plan.kept, a.plan.length, out.data(), finish);
+      break;
+    case reduction_layout::columns:
+      reduce_columns<Reducer, A>(r, a.source.data(), a.plan.kept, a.plan.length, out.data(), finish);
+      break;
+    case reduction_layout::middle:
+      reduce_middle<Reducer, A>(r, a.source.data(), a.outer, a.plan.kept, a.inner, out.data(), finish);
+      break;
+  }
   return out;
 }
 

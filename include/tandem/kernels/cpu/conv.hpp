@@ -1,15 +1,20 @@
 #pragma once
-// The two data movements of convolution by GEMM. im2col lays every
-// receptive field of a batch of NCHW images out as a column: row
-// (c * kh + i) * kw + j, column n * (oh * ow) + y * ow + x holds
-// image n, channel c, at (y * stride - pad + i * dilation, x * ... + j * ...),
-// or 0 outside the image. col2im adds such columns back into images (the
-// adjoint of im2col), each (image, channel) plane on one thread, so the sums
-// run in a fixed order for any thread count.
+// Convolution by GEMM, one image at a time. Each image's receptive fields
+// are laid out as columns (im2col: row (c * kh + i) * kw + j, column
+// y * ow + x holds channel c at (y * stride - pad + i * dilation,
+// x * stride - pad + j * dilation), or 0 outside the image) in a buffer of
+// the thread's own that stays in cache, and multiplied there: the output
+// comes out in NCHW order with no permutation and no batch-sized buffer.
+// Threads split the batch; each image's input gradient (col2im, the adjoint
+// of im2col) is one thread's, and the kernel's gradient is summed over
+// fixed chunks of images in a fixed order, so every result is the same for
+// any thread count.
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
+#include "tandem/kernels/cpu/gemm.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
 namespace tandem::detail {
@@ -21,67 +26,152 @@ struct conv_geometry {
   std::int64_t out_h, out_w;
 
   std::int64_t rows() const { return channels * kernel_h * kernel_w; }
-  std::int64_t columns() const { return batch * out_h * out_w; }
+
+  // For kernel column j: the input column of output column 0 (offset), and
+  // the output columns [inside, past) whose input lies inside the row.
+  struct column_span {
+    std::int64_t offset, inside, past;
+  };
+  column_span inside_columns(std::int64_t j) const {
+    std::int64_t offset = j * dilation_w - pad_w;
+    std::int64_t inside = offset >= 0 ? 0 : (-offset + stride_w - 1) / stride_w;
+    std::int64_t past = width - offset <= 0 ? 0 : (width - offset + stride_w - 1) / stride_w;
+    inside = std::min(inside, out_w);
+    return {offset, inside, std::clamp(past, inside, out_w)};
+  }
 };
 
+// One image's columns: [rows(), out_h * out_w].
 template <class T>
-void im2col(const conv_geometry& g, const T* image, T* columns) {
-  const std::int64_t plane = g.out_h * g.out_w, width = g.columns();
-  parallel_for(g.rows(), std::max<std::int64_t>(1, 32768 / std::max<std::int64_t>(width, 1)),
-               [&](std::int64_t first, std::int64_t last) {
-                 for (std::int64_t row = first; row < last; ++row) {
-                   std::int64_t j = row % g.kernel_w, i = (row / g.kernel_w) % g.kernel_h, c = row / (g.kernel_w * g.kernel_h);
-                   T* out = columns + row * width;
-                   for (std::int64_t n = 0; n < g.batch; ++n) {
-                     const T* source = image + (n * g.channels + c) * g.height * g.width;
-                     for (std::int64_t y = 0; y < g.out_h; ++y) {
-                       std::int64_t h = y * g.stride_h - g.pad_h + i * g.dilation_h;
-                       T* line = out + n * plane + y * g.out_w;
-                       if (h < 0 || h >= g.height) {
-                         std::fill(line, line + g.out_w, T(0));
-                         continue;
-                       }
-                       // Columns whose input lies inside the row, [inside, past), are
-                       // copied without bounds checks; the rest are padding.
-                       std::int64_t offset = j * g.dilation_w - g.pad_w;
-                       std::int64_t inside = offset >= 0 ? 0 : (-offset + g.stride_w - 1) / g.stride_w;
-                       std::int64_t past = g.width - offset <= 0 ? 0 : (g.width - offset + g.stride_w - 1) / g.stride_w;
-                       inside = std::min(inside, g.out_w);
-                       past = std::clamp(past, inside, g.out_w);
-                       const T* row_in = source + h * g.width;
-                       std::fill(line, line + inside, T(0));
-                       if (g.stride_w == 1) std::copy(row_in + offset + inside, row_in + offset + past, line + inside);
-                       else
-                         for (std::int64_t x = inside; x < past; ++x) line[x] = row_in[offset + x * g.stride_w];
-                       std::fill(line + past, line + g.out_w, T(0));
-                     }
-                   }
-                 }
-               });
+void im2col_image(const conv_geometry& g, const T* image, T* columns) {
+  const std::int64_t plane = g.out_h * g.out_w;
+  for (std::int64_t row = 0; row < g.rows(); ++row) {
+    std::int64_t j = row % g.kernel_w, i = (row / g.kernel_w) % g.kernel_h, c = row / (g.kernel_w * g.kernel_h);
+    const T* source = image + c * g.height * g.width;
+    // Columns whose input lies inside the row are copied without bounds
+    // checks; the rest are padding.
+    auto [offset, inside, past] = g.inside_columns(j);
+    for (std::int64_t y = 0; y < g.out_h; ++y) {
+      std::int64_t h = y * g.stride_h - g.pad_h + i * g.dilation_h;
+      T* line = columns + row * plane + y * g.out_w;
+      if (h < 0 || h >= g.height) {
+        std::fill(line, line + g.out_w, T(0));
+        continue;
+      }
+      const T* row_in = source + h * g.width;
+      std::fill(line, line + inside, T(0));
+      if (g.stride_w == 1) std::copy(row_in + offset + inside, row_in + offset + past, line + inside);
+      else
+        for (std::int64_t x = inside; x < past; ++x) line[x] = row_in[offset + x * g.stride_w];
+      std::fill(line + past, line + g.out_w, T(0));
+    }
+  }
 }
 
+// One image from its columns: the sum of every column entry that reads a
+// pixel, written over the image.
 template <class T>
-void col2im(const conv_geometry& g, const T* columns, T* image) {
-  const std::int64_t plane = g.out_h * g.out_w, width = g.columns();
-  parallel_for(g.batch * g.channels, 1, [&](std::int64_t first, std::int64_t last) {
-    for (std::int64_t nc = first; nc < last; ++nc) {
-      std::int64_t n = nc / g.channels, c = nc % g.channels;
-      T* target = image + nc * g.height * g.width;
-      std::fill(target, target + g.height * g.width, T(0));
-      for (std::int64_t i = 0; i < g.kernel_h; ++i)
-        for (std::int64_t j = 0; j < g.kernel_w; ++j) {
-          const T* from = columns + ((c * g.kernel_h + i) * g.kernel_w + j) * width + n * plane;
-          for (std::int64_t y = 0; y < g.out_h; ++y) {
-            std::int64_t h = y * g.stride_h - g.pad_h + i * g.dilation_h;
-            if (h < 0 || h >= g.height) continue;
-            for (std::int64_t x = 0; x < g.out_w; ++x) {
-              std::int64_t w = x * g.stride_w - g.pad_w + j * g.dilation_w;
-              if (w >= 0 && w < g.width) target[h * g.width + w] += from[y * g.out_w + x];
-            }
-          }
-        }
+void col2im_image(const conv_geometry& g, const T* columns, T* image) {
+  const std::int64_t plane = g.out_h * g.out_w;
+  std::fill(image, image + g.channels * g.height * g.width, T(0));
+  for (std::int64_t row = 0; row < g.rows(); ++row) {
+    std::int64_t j = row % g.kernel_w, i = (row / g.kernel_w) % g.kernel_h, c = row / (g.kernel_w * g.kernel_h);
+    T* target = image + c * g.height * g.width;
+    auto [offset, inside, past] = g.inside_columns(j);
+    for (std::int64_t y = 0; y < g.out_h; ++y) {
+      std::int64_t h = y * g.stride_h - g.pad_h + i * g.dilation_h;
+      if (h < 0 || h >= g.height) continue;
+      const T* from = columns + row * plane + y * g.out_w;
+      T* row_out = target + h * g.width + offset;
+      for (std::int64_t x = inside; x < past; ++x) row_out[x * g.stride_w] += from[x];
+    }
+  }
+}
+
+// A buffer of the calling thread's, kept between calls.
+template <class T>
+T* conv_buffer(int which, std::int64_t size) {
+  thread_local std::vector<T, xsimd::aligned_allocator<T, 64>> buffers[2];
+  buffers[which].resize(static_cast<std::size_t>(size));
+  return buffers[which].data();
+}
+
+// The layout every driver below shares: x [N, C, H, W], w [O, C / groups,
+// kh, kw], y [N, O, OH, OW], all contiguous.
+struct conv_layout {
+  conv_geometry g;
+  std::int64_t out_channels, groups;
+  std::int64_t plane() const { return g.out_h * g.out_w; }
+  std::int64_t per_group() const { return out_channels / groups; }
+  std::int64_t depth() const { return g.rows() / groups; }  // a group's kernel size
+  std::int64_t image_size() const { return g.channels * g.height * g.width; }
+};
+
+// y = conv(x, w) (+ bias per output channel, where bias is not null).
+template <class T>
+void conv2d_forward(const conv_layout& l, const T* x, const T* w, const T* bias, T* y) {
+  const std::int64_t plane = l.plane(), k = l.depth(), per_group = l.per_group();
+  parallel_for(l.g.batch, 1, [&](std::int64_t first, std::int64_t last) {
+    T* columns = conv_buffer<T>(0, l.g.rows() * plane);
+    for (std::int64_t n = first; n < last; ++n) {
+      im2col_image(l.g, x + n * l.image_size(), columns);
+      T* out = y + n * l.out_channels * plane;
+      for (std::int64_t group = 0; group < l.groups; ++group)
+        gemm<T>(per_group, plane, k, {w + group * per_group * k, k, 1}, {columns + group * k * plane, plane, 1},
+                out + group * per_group * plane, plane);
+      if (bias)
+        for (std::int64_t o = 0; o < l.out_channels; ++o)
+          for (std::int64_t p = 0; p < plane; ++p) out[o * plane + p] += bias[o];
     }
   });
+}
+
+// dx from dy: per image, W^T dy, added back into the image by col2im.
+template <class T>
+void conv2d_backward_input(const conv_layout& l, const T* dy, const T* w, T* dx) {
+  const std::int64_t plane = l.plane(), k = l.depth(), per_group = l.per_group();
+  parallel_for(l.g.batch, 1, [&](std::int64_t first, std::int64_t last) {
+    T* columns = conv_buffer<T>(0, l.g.rows() * plane);
+    for (std::int64_t n = first; n < last; ++n) {
+      const T* grad = dy + n * l.out_channels * plane;
+      for (std::int64_t group = 0; group < l.groups; ++group)
+        gemm<T>(k, plane, per_group, {w + group * per_group * k, 1, k}, {grad + group * per_group * plane, plane, 1},
+                columns + group * k * plane, plane);
+      col2im_image(l.g, columns, dx + n * l.image_size());
+    }
+  });
+}
+
+// dw from dy and x: the sum over images of dy_n times the columns of x_n
+// transposed, taken over fixed chunks of images and then over the chunks in
+// order.
+template <class T>
+void conv2d_backward_kernel(const conv_layout& l, const T* dy, const T* x, T* dw) {
+  constexpr std::int64_t images_per_chunk = 8;
+  const std::int64_t plane = l.plane(), k = l.depth(), per_group = l.per_group();
+  const std::int64_t size = l.out_channels * k, chunks = (l.g.batch + images_per_chunk - 1) / images_per_chunk;
+  std::fill(dw, dw + size, T(0));
+  if (chunks == 0) return;
+  std::vector<T> partial(static_cast<std::size_t>(chunks * size), T(0));
+  parallel_for(chunks, 1, [&](std::int64_t first, std::int64_t last) {
+    T* columns = conv_buffer<T>(0, l.g.rows() * plane);
+    T* product = conv_buffer<T>(1, per_group * k);
+    for (std::int64_t chunk = first; chunk < last; ++chunk) {
+      T* sum = partial.data() + chunk * size;
+      for (std::int64_t n = chunk * images_per_chunk; n < std::min(l.g.batch, (chunk + 1) * images_per_chunk); ++n) {
+        im2col_image(l.g, x + n * l.image_size(), columns);
+        const T* grad = dy + n * l.out_channels * plane;
+        for (std::int64_t group = 0; group < l.groups; ++group) {
+          gemm<T>(per_group, k, plane, {grad + group * per_group * plane, plane, 1},
+                  {columns + group * k * plane, 1, plane}, product, k);
+          T* target = sum + group * per_group * k;
+          for (std::int64_t e = 0; e < per_group * k; ++e) target[e] += product[e];
+        }
+      }
+    }
+  });
+  for (std::int64_t chunk = 0; chunk < chunks; ++chunk)
+    for (std::int64_t e = 0; e < size; ++e) dw[e] += partial[static_cast<std::size_t>(chunk * size + e)];
 }
 
 }  // namespace tandem::detail

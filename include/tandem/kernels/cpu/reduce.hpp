@@ -171,6 +171,21 @@ void reduce_columns(const Reducer& r, const T* input, std::int64_t columns, std:
   reduce_columns_from<Reducer, A>(r, array_source<T>{input}, columns, length, out, finish);
 }
 
+// out[k] = finish(combine over a, b of input[(a * kept + k) * inner + b]):
+// each kept position's runs of `inner` contiguous inputs, in order.
+template <class Reducer, class A, class T, class R, class Finish>
+void reduce_middle(const Reducer& r, const T* input, std::int64_t outer, std::int64_t kept, std::int64_t inner, R* out,
+                   const Finish& finish) {
+  std::int64_t grain = std::max<std::int64_t>(1, reduce_block / std::max<std::int64_t>(outer * inner, 1));
+  parallel_for(kept, grain, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t k = b; k < e; ++k) {
+      A acc = r.template identity<A>();
+      for (std::int64_t a = 0; a < outer; ++a) acc = reduce_span(r, input + (a * kept + k) * inner, inner, acc);
+      out[k] = finish(acc);
+    }
+  });
+}
+
 // Index of the first largest (or smallest) element of each row; NaN counts
 // as beyond every number, as in PyTorch.
 template <bool Largest, class T>

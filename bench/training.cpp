@@ -1,0 +1,60 @@
+// One training step (forward, backward, Adam update) of the demo's models
+// at batch 128, on 1 and 2 threads: tandem eager, tandem with the whole
+// step as one static graph, and, when libtorch-dev is installed, libtorch
+// eager on the same architectures (training_libtorch.cpp, linked into the
+// same binary). bench/training_pytorch.py times PyTorch eager and
+// torch.compile the same way.
+//
+//   ./build/release/bench/bench_training --benchmark_min_time=2
+#include <benchmark/benchmark.h>
+
+#include <tandem/tandem.hpp>
+
+#include "../examples/fashion_models.hpp"
+
+namespace {
+
+using namespace tandem;
+
+// A fixed batch: images uniform in [0, 1], labels cycling through 0..9.
+struct batch {
+  tensor<float> images;
+  tensor<std::int64_t> labels;
+  batch() : images(uniform<float>({128, 784}, 0, 1, rng())), labels(shape{128}) {
+    for (std::int64_t i = 0; i < 128; ++i) labels.data()[i] = i % 10;
+  }
+  static generator& rng() {
+    static generator gen(11);
+    return gen;
+  }
+};
+
+template <class Model>
+void step(benchmark::State& state, bool jitted) {
+  set_num_threads(static_cast<int>(state.range(0)));
+  generator gen(7);
+  Model model(gen);
+  nn::adam optimizer(model.named_parameters(), {.lr = 1e-3});
+  nn::train_step eager([&model](const auto& x, const auto& y) { return cross_entropy(model(x), y); }, optimizer);
+  auto graph = jit(eager);
+  batch data;
+  for (auto _ : state) {
+    tensor<float> loss = jitted ? graph(data.images, data.labels) : eager(data.images, data.labels);
+    benchmark::DoNotOptimize(loss.data());
+  }
+  state.SetItemsProcessed(state.iterations() * 128);
+}
+
+void mlp_step_tandem_eager(benchmark::State& state) { step<fashion::mlp>(state, false); }
+void mlp_step_tandem_graph(benchmark::State& state) { step<fashion::mlp>(state, true); }
+void cnn_step_tandem_eager(benchmark::State& state) { step<fashion::cnn>(state, false); }
+void cnn_step_tandem_graph(benchmark::State& state) { step<fashion::cnn>(state, true); }
+
+}  // namespace
+
+BENCHMARK(mlp_step_tandem_eager)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(mlp_step_tandem_graph)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(cnn_step_tandem_eager)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(cnn_step_tandem_graph)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,100 @@
+#pragma once
+// A training step, MindSpore's TrainOneStepCell: a batch's loss, its
+// gradients and the optimizer's update, in one call.
+//
+//   auto loss_of = [&](const auto& x, const auto& y) { return nn::cross_entropy(model(x), y); };
+//   auto step = jit(nn::train_step(loss_of, optimizer));
+//   tensor<float> loss = step(images, labels);
+//
+// Eagerly (mode::eager, not wrapped in jit) a step is zero_grad, forward,
+// backward, update: the parameters' gradients are left in `.grad`. Wrapped
+// in jit, or in mode::graph, the loss function is traced into a static
+// graph (its plan built once) and each step is one call of it: the fused
+// forward, then the backward the graph's type derives, run by the same
+// executor without the eager tape, then the optimizer's fused update of
+// each parameter from the gradient the backward left at it. Only gradients
+// that pass through eager code inside the graph (a layer's closure that
+// reads a parameter itself, a value computed eagerly from parameters while
+// tracing) go through `.grad`; the rest never reach it. Both follow the
+// same loss curve.
+
+#include <type_traits>
+#include <utility>
+
+#include "tandem/core/error.hpp"
+#include "tandem/core/tensor.hpp"
+#include "tandem/graph/mode.hpp"
+#include "tandem/graph/static_graph.hpp"
+#include "tandem/nn/optimizer.hpp"
+
+namespace tandem::nn {
+
+template <class Loss>
+class train_step {
+ public:
+  // The loss function is kept by value (a lambda that captures the model by
+  // reference is the usual form); the optimizer by reference.
+  train_step(Loss loss, optimizer& opt) : graph_(std::move(loss)), optimizer_(&opt) {}
+
+  // The batch's loss, detached, after the update.
+  template <class... A>
+  auto operator()(const A&... a) {
+    static_assert(!(is_symbolic_v<A> || ...),
+                  "tandem::nn::train_step: a training step cannot be traced into another static graph; call it "
+                  "with tensors");
+    if (jit_enabled() && (compiled_ || get_mode() == mode::graph)) {
+      optimizer_->zero_grad();
+      auto [loss, gradients] = graph_.value_and_captured_gradients(a...);
+      require_scalar(loss);
+      gradients.continue_through_eager_graph();
+      optimizer_->step_with([&](const auto& parameter) {
+        auto g = gradients.of(parameter);
+        if (parameter.has_grad()) g = g ? *g + parameter.grad() : parameter.grad();
+        return g;
+      });
+      return loss;
+    }
+    optimizer_->zero_grad();
+    auto loss = graph_.function()(a...);
+    static_assert(is_tensor_v<decltype(loss)> && std::is_floating_point_v<typename decltype(loss)::value_type>,
+                  "tandem::nn::train_step: the loss function must return a float or double tensor");
+    require_scalar(loss);
+    loss.backward();
+    optimizer_->step();
+    return loss.detach();
+  }
+
+  // This step, run as one static graph whatever the mode.
+  train_step compiled() const {
+    train_step copy = *this;
+    copy.compiled_ = true;
+    return copy;
+  }
+
+  // The plans of the step's static graph.
+  plan_statistics graph_statistics() const { return graph_.statistics(); }
+
+ private:
+  template <class T>
+  static void require_scalar(const tensor<T>& loss) {
+    if (loss.numel() != 1)
+      throw shape_error("tandem::nn::train_step: the loss must be a single number, not of shape " +
+                        to_string(loss.shape()));
+  }
+
+  static_graph<Loss> graph_;
+  optimizer* optimizer_;
+  bool compiled_ = false;
+};
+
+}  // namespace tandem::nn
+
+namespace tandem {
+
+// jit(nn::train_step(...)): the whole step as one static graph.
+template <class Loss>
+nn::train_step<Loss> jit(const nn::train_step<Loss>& step) {
+  return step.compiled();
+}
+
+}  // namespace tandem
