@@ -35,6 +35,7 @@
 #include "tandem/ops/conv.hpp"
 #include "tandem/ops/elementwise.hpp"
 #include "tandem/ops/linalg.hpp"
+#include "tandem/ops/normalization.hpp"
 #include "tandem/ops/pool.hpp"
 #include "tandem/ops/reduce.hpp"
 #include "tandem/ops/shape.hpp"

@@ -22,6 +22,7 @@
 #include "tandem/autograd/grad_mode.hpp"
 #include "tandem/graph/ops.hpp"
 #include "tandem/nn/module.hpp"
+#include "tandem/ops/normalization.hpp"
 #include "tandem/ops/reduce.hpp"
 
 namespace tandem::nn {
@@ -85,11 +86,12 @@ class batch_norm : public module<batch_norm<T, Rank>> {
   tensor<T> scale_of(const tensor<T>& x) const {
     check_input(x);
     if (!this->is_training()) return (weight / sqrt(running_var + static_cast<T>(eps))).reshape(broadcast_shape());
-    tensor<T> variance = var(x, reduced_axes(), true, 0).reshape(broadcast_shape());
+    tensor<T> batch_mean;
+    tensor<T> variance = batch_variance(x, &batch_mean).reshape(broadcast_shape());
     {
       no_grad update;
       std::int64_t count = x.numel() / x.shape(1);
-      tensor<T> batch_mean = mean(x.detach(), reduced_axes(), false);
+      batch_mean = batch_mean.reshape({weight.shape(0)});
       T bessel = count > 1 ? static_cast<T>(count) / static_cast<T>(count - 1) : T(1);
       tensor<T> unbiased = variance.detach().reshape({weight.shape(0)}) * bessel;
       auto m = static_cast<T>(momentum);

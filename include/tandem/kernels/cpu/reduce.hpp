@@ -186,6 +186,54 @@ void reduce_middle(const Reducer& r, const T* input, std::int64_t outer, std::in
   });
 }
 
+// The sum of n contiguous values, or of their squared deviations from
+// `centre`, added to acc.
+template <bool Squared, class T>
+T accumulate_span(const T* p, std::int64_t n, T centre, T acc) {
+  std::int64_t i = 0;
+#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+  if constexpr (simd::supported<T>) {
+    using batch = simd::batch<T>;
+    constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
+    if (n >= 2 * w) {
+      batch c = simd::splat(centre), a0 = simd::splat(T(0)), a1 = a0;
+      auto term = [&](const batch& v) {
+        if constexpr (Squared) return (v - c) * (v - c);
+        else return v;
+      };
+      for (; i + 2 * w <= n; i += 2 * w) {
+        a0 += term(simd::load(p + i));
+        a1 += term(simd::load(p + i + w));
+      }
+      for (; i + w <= n; i += w) a0 += term(simd::load(p + i));
+      acc += simd::reduce_add(a0 + a1);
+    }
+  }
+#endif
+  for (; i < n; ++i) acc += Squared ? (p[i] - centre) * (p[i] - centre) : p[i];
+  return acc;
+}
+
+// x viewed as [outer, kept, inner], contiguous: for each kept position,
+// the mean and the mean squared deviation from it. Two passes, so no
+// cancellation; each position is one thread's, in a fixed order.
+template <class T>
+void middle_moments(const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner, T* mean, T* variance) {
+  const T count = static_cast<T>(outer * inner);
+  std::int64_t grain = std::max<std::int64_t>(1, reduce_block / std::max<std::int64_t>(outer * inner, 1));
+  parallel_for(kept, grain, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t k = b; k < e; ++k) {
+      T total = 0, squares = 0;
+      for (std::int64_t a = 0; a < outer; ++a) total = accumulate_span<false>(x + (a * kept + k) * inner, inner, T(0), total);
+      T centre = total / count;
+      for (std::int64_t a = 0; a < outer; ++a)
+        squares = accumulate_span<true>(x + (a * kept + k) * inner, inner, centre, squares);
+      mean[k] = centre;
+      variance[k] = squares / count;
+    }
+  });
+}
+
 // Index of the first largest (or smallest) element of each row; NaN counts
 // as beyond every number, as in PyTorch.
 template <bool Largest, class T>
