@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
   // Graph mode fuses batch norm's arithmetic, so its sums run in another
   // order than eager mode's: the two runs differ by rounding, which
   // training amplifies over thousands of steps (2e-3 to 4e-3 after four
-  // CNN epochs; 1e-8 after the --quick run). A real divergence is far
+  // CNN epochs; 1e-7 after the --quick run). A real divergence is far
   // larger.
   return worst < 1e-2 ? 0 : 1;
 }
