@@ -42,6 +42,9 @@ class train_step {
     static_assert(!(is_symbolic_v<A> || ...),
                   "tandem::nn::train_step: a training step cannot be traced into another static graph; call it "
                   "with tensors");
+    using loss_type = decltype(std::declval<const Loss&>()(a...));
+    static_assert(is_tensor_v<loss_type> && std::is_floating_point_v<typename loss_type::value_type>,
+                  "tandem::nn::train_step: the loss function must return a float or double tensor");
     if (jit_enabled() && (compiled_ || get_mode() == mode::graph)) {
       optimizer_->zero_grad();
       auto [loss, gradients] = graph_.value_and_captured_gradients(a...);
@@ -56,8 +59,6 @@ class train_step {
     }
     optimizer_->zero_grad();
     auto loss = graph_.function()(a...);
-    static_assert(is_tensor_v<decltype(loss)> && std::is_floating_point_v<typename decltype(loss)::value_type>,
-                  "tandem::nn::train_step: the loss function must return a float or double tensor");
     require_scalar(loss);
     loss.backward();
     optimizer_->step();
