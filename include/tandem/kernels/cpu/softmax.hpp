@@ -5,6 +5,7 @@
 // shares the mass among its +inf entries, -inf entries get probability 0,
 // and a row of only -inf (or any NaN) has no distribution and gives NaN.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -28,6 +29,30 @@ struct row_normaliser {
   bool defined;    // false for NaN rows and rows of only -inf
 };
 
+// sum(exp(x - peak)) over one block of at most reduce_block inputs.
+template <class T>
+T exp_sum(const T* x, std::int64_t n, T peak) {
+  T total = 0;
+  std::int64_t i = 0;
+#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+  if constexpr (simd::supported<T>) {
+    using batch = simd::batch<T>;
+    constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
+    batch a0(T(0)), a1 = a0, a2 = a0, a3 = a0, shift(peak);
+    for (; i + 4 * w <= n; i += 4 * w) {
+      a0 += math::exp(simd::load(x + i) - shift);
+      a1 += math::exp(simd::load(x + i + w) - shift);
+      a2 += math::exp(simd::load(x + i + 2 * w) - shift);
+      a3 += math::exp(simd::load(x + i + 3 * w) - shift);
+    }
+    for (; i + w <= n; i += w) a0 += math::exp(simd::load(x + i) - shift);
+    total = simd::reduce_add((a0 + a1) + (a2 + a3));
+  }
+#endif
+  for (; i < n; ++i) total += std::exp(x[i] - peak);
+  return total;
+}
+
 template <class T>
 row_normaliser<T> normalise_row(const T* x, std::int64_t n) {
   constexpr T inf = std::numeric_limits<T>::infinity();
@@ -38,18 +63,12 @@ row_normaliser<T> normalise_row(const T* x, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) count += x[i] == inf;
     return {peak, std::log(static_cast<T>(count)), true};
   }
+  // Blocks of reduce_block, each summed by four SIMD accumulators: one
+  // running sum over a long row would round at the size of the whole total
+  // (a 1e6-element float row drifted 3e-5 with AVX2's eight lanes).
   T total = 0;
-  std::int64_t i = 0;
-#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
-  if constexpr (simd::supported<T>) {
-    using batch = simd::batch<T>;
-    constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
-    batch acc(T(0)), shift(peak);
-    for (; i + w <= n; i += w) acc += math::exp(simd::load(x + i) - shift);
-    total = simd::reduce_add(acc);
-  }
-#endif
-  for (; i < n; ++i) total += std::exp(x[i] - peak);
+  for (std::int64_t first = 0; first < n; first += reduce_block)
+    total += exp_sum(x + first, std::min(reduce_block, n - first), peak);
   return {peak, std::log(total), true};
 }
 
