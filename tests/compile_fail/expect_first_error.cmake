@@ -1,12 +1,26 @@
-# Builds TARGET in BUILD_DIR; passes when the build fails and its first line
+# Compiles SOURCE (front end only) with INCLUDES. With MESSAGE empty, passes
+# when it compiles; otherwise passes when it fails and its first line
 # containing "error" matches MESSAGE.
-execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target ${TARGET}
+set(flags -std=c++20 -fsyntax-only)
+foreach(dir IN LISTS INCLUDES)
+  if(dir)
+    list(APPEND flags "-I${dir}")
+  endif()
+endforeach()
+execute_process(COMMAND ${COMPILER} ${flags} ${SOURCE}
   RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE output)
+get_filename_component(name ${SOURCE} NAME)
+if(MESSAGE STREQUAL "")
+  if(NOT result EQUAL 0)
+    message(FATAL_ERROR "${name} must compile, but:\n${output}")
+  endif()
+  return()
+endif()
 if(result EQUAL 0)
-  message(FATAL_ERROR "${TARGET} compiled, but it must not")
+  message(FATAL_ERROR "${name} compiled, but it must not")
 endif()
 string(REGEX MATCH "[^\n]*error[^\n]*" first_error "${output}")
 if(NOT first_error MATCHES "${MESSAGE}")
-  message(FATAL_ERROR "first error line of ${TARGET} does not explain the mistake:\n  ${first_error}\nexpected:\n  ${MESSAGE}")
+  message(FATAL_ERROR "first error line of ${name} does not explain the mistake:\n  ${first_error}\nexpected:\n  ${MESSAGE}")
 endif()
 message(STATUS "first error line: ${first_error}")

@@ -480,7 +480,7 @@ class executor final : public graph_run {
             return;
           }
           if constexpr (may_run_one_pass) {
-            constexpr auto wanted = floating_operands<decltype(operands)>();
+            static constexpr auto wanted = floating_operands<decltype(operands)>();
             [&]<std::size_t... F>(std::index_sequence<F...>) {
               std::array<tensor<T>, wanted.size()> adjoint{(static_cast<void>(F), tensor<T>(arranged))...};
               value_then_adjoints<kernel_type, wanted[F]...> op{kernel, seed_scale};

@@ -248,13 +248,13 @@ class static_graph {
       };
       (add(std::integral_constant<std::size_t, I>{}, a), ...);
     }(std::index_sequence_for<A...>{});
-    for (const auto& [key, t] : captured)
+    for (const auto& entry : captured)
       std::visit(
           [&](const auto& x) {
             edges.push_back(detail::edge_of(x));
-            keys.push_back(key);
+            keys.push_back(entry.first);
           },
-          t);
+          entry.second);
     bool any_edge = false;
     for (const auto& e : edges) any_edge = any_edge || e;
     if (!any_edge) return;

@@ -47,7 +47,10 @@ class train_step {
                   "tandem::nn::train_step: the loss function must return a float or double tensor");
     if (jit_enabled() && (compiled_ || get_mode() == mode::graph)) {
       optimizer_->zero_grad();
-      auto [loss, gradients] = graph_.value_and_captured_gradients(a...);
+      // Not a structured binding: clang 14 cannot capture one in a lambda.
+      auto result = graph_.value_and_captured_gradients(a...);
+      auto& loss = result.first;
+      auto& gradients = result.second;
       require_scalar(loss);
       gradients.continue_through_eager_graph();
       optimizer_->step_with([&](const auto& parameter) {

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""What tandem costs to compile: user+sys CPU seconds and max RSS per
+translation unit, for the cases docs/benchmarks/compile_time.md tracks.
+
+    python3 bench/compile_time.py                 # the table, header-only
+    python3 bench/compile_time.py --compiled build/release
+                                                  # the same TUs against the
+                                                  # compiled library's extern templates
+    python3 bench/compile_time.py --csv out.csv --plot docs/images/compile_time.png
+
+Each case is compiled alone (-c, nothing else running is assumed: run it on
+an idle machine, and read ratios), --repeat times, keeping the fastest run.
+CPU seconds are the child's user+sys from wait4, steadier than wall time on a
+shared machine.
+"""
+
+import argparse
+import os
+import resource
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+PROLOGUE = "#include <tandem/tandem.hpp>\nusing namespace tandem;\n"
+
+# One op per step, cycling, so that a graph of N nodes holds N ops.
+CHAIN_STEPS = [
+    "{h} * y",
+    "{h} + 0.5f",
+    "sigmoid({h})",
+    "{h} - x",
+    "tanh({h})",
+    "{h} * 0.25f",
+    "exp({h} * 0.1f)",
+    "{h} / (y + 2.0f)",
+]
+CHAIN_OPS = [1, 1, 1, 1, 1, 1, 2, 2]
+
+
+def chain(nodes):
+    """A jit graph of `nodes` elementwise ops and a sum, with its gradient."""
+    lines, count, i = [], 0, 0
+    while count < nodes:
+        step = CHAIN_STEPS[i % len(CHAIN_STEPS)]
+        ops = CHAIN_OPS[i % len(CHAIN_STEPS)]
+        if count + ops > nodes:
+            step, ops = "{h} * y", 1
+        lines.append(f"    auto h{i + 1} = " + step.format(h=f"h{i}") + ";")
+        count += ops
+        i += 1
+    body = "\n".join(lines)
+    return PROLOGUE + f"""
+int main() {{
+  auto f = [](const auto& x, const auto& y) {{
+    auto h0 = x;
+{body}
+    return sum(h{i});
+  }};
+  auto g = jit(f);
+  tensor<float> x = full<float>({{8, 8}}, 0.5f), y = full<float>({{8, 8}}, 1.5f);
+  float value = g(x, y).item();
+  float slope = grad(g)(x, y).at(0, 0);
+  return value == value && slope == slope ? 0 : 1;
+}}
+"""
+
+
+def doubling_chain(steps):
+    """h = h * 0.5f + h, `steps` times: each step reads h twice."""
+    body = "\n".join(f"    auto h{i + 1} = h{i} * 0.5f + h{i};" for i in range(steps))
+    return PROLOGUE + f"""
+int main() {{
+  auto f = [](const auto& x) {{
+    auto h0 = x;
+{body}
+    return sum(h{steps});
+  }};
+  auto g = jit(f);
+  tensor<float> x = full<float>({{8, 8}}, 1e-6f);
+  float value = g(x).item();
+  float slope = grad(g)(x).at(0, 0);
+  return value == value && slope == slope ? 0 : 1;
+}}
+"""
+
+
+JIT10 = PROLOGUE + """
+int main() {
+  auto f = [](const auto& x, const auto& y) {
+    auto a = x * y + 1.0f;
+    auto b = exp(a) - x;
+    auto c = b * b / (y + 2.0f);
+    auto d = sigmoid(c) * a - tanh(b);
+    return sum(d * x);
+  };
+  auto g = jit(f);
+  tensor<float> x = ones<float>({4, 4}), y = ones<float>({4, 4});
+  float value = g(x, y).item();
+  float slope = grad(g)(x, y).at(0, 0);
+  return value == value && slope == slope ? 0 : 1;
+}
+"""
+
+EMPTY = "#include <tandem/tandem.hpp>\nint main() {}\n"
+
+
+def cases(which):
+    out = [
+        ("umbrella include + empty main", "source", EMPTY),
+        ("10-node jit graph + grad", "source", JIT10),
+        ("chain of 10 ops + grad", "source", chain(10)),
+        ("chain of 50 ops + grad", "source", chain(50)),
+        ("chain of 200 ops + grad", "source", chain(200)),
+        ("30 steps of h = h * 0.5f + h + grad", "source", doubling_chain(30)),
+        ("examples/demo.cpp", "file", os.path.join(ROOT, "examples", "demo.cpp")),
+    ]
+    if which:
+        out = [c for c in out if any(w in c[0] for w in which)]
+    return out
+
+
+def measure(command):
+    """Runs `command`; returns (user+sys seconds, max RSS in MB, wall seconds)."""
+    start = time.monotonic()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.monotonic() - start
+    errors = process.stderr.read().decode(errors="replace")
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"compile failed: {shlex.join(command)}\n{errors[:4000]}")
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, wall
+
+
+def compiled_flags(build_dir):
+    """Include and define flags a target linking tandem::compiled gets."""
+    return ["-DTANDEM_COMPILED_LIBRARY"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--compiler", default=os.environ.get("CXX", "g++"))
+    parser.add_argument("--flags", default="-O2 -std=c++20", help="compile flags (default: %(default)s)")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--only", action="append", help="run the cases whose name contains this")
+    parser.add_argument("--compiled", action="store_true",
+                        help="compile against the compiled library's extern templates (TANDEM_COMPILED_LIBRARY)")
+    parser.add_argument("--csv", help="also write the rows here")
+    parser.add_argument("--plot", help="plot compile time against graph size into this PNG (needs matplotlib)")
+    args = parser.parse_args()
+
+    include = ["-I" + os.path.join(ROOT, "include")]
+    flags = shlex.split(args.flags) + (compiled_flags(None) if args.compiled else [])
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for name, kind, what in cases(args.only):
+            if kind == "source":
+                source = os.path.join(scratch, "case.cpp")
+                with open(source, "w") as f:
+                    f.write(what)
+            else:
+                source = what
+            command = [args.compiler, *flags, *include, "-c", source, "-o", os.path.join(scratch, "case.o")]
+            best = min((measure(command) for _ in range(args.repeat)), key=lambda r: r[0])
+            rows.append((name, *best))
+            print(f"{name:40s} {best[0]:7.2f} s  {best[1]:7.0f} MB", file=sys.stderr, flush=True)
+
+    print(f"\n{args.compiler} {args.flags}{' (compiled library)' if args.compiled else ''}\n")
+    print("| translation unit | user+sys (s) | max RSS (MB) |")
+    print("|---|---|---|")
+    for name, cpu, rss, _ in rows:
+        print(f"| {name} | {cpu:.1f} | {rss:.0f} |")
+    if args.csv:
+        with open(args.csv, "w") as f:
+            f.write("case,cpu_seconds,max_rss_mb\n")
+            for name, cpu, rss, _ in rows:
+                f.write(f"{name},{cpu:.2f},{rss:.0f}\n")
+    if args.plot:
+        plot(rows, args.plot)
+
+
+def plot(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [(int(name.split()[2]), cpu) for name, cpu, _, _ in rows if name.startswith("chain of")]
+    if not sizes:
+        return
+    figure, axes = plt.subplots(figsize=(5, 3.2))
+    axes.plot([s for s, _ in sizes], [c for _, c in sizes], marker="o")
+    axes.set_xlabel("elementwise ops in the graph")
+    axes.set_ylabel("user+sys seconds")
+    axes.set_title("compile time of a jit graph + its grad")
+    axes.set_ylim(bottom=0)
+    axes.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+
+
+if __name__ == "__main__":
+    main()
