@@ -3,9 +3,8 @@
 translation unit, for the cases docs/benchmarks/compile_time.md tracks.
 
     python3 bench/compile_time.py                 # the table, header-only
-    python3 bench/compile_time.py --compiled build/release
-                                                  # the same TUs against the
-                                                  # compiled library's extern templates
+    python3 bench/compile_time.py --compiled      # the same TUs as a target
+                                                  # linking tandem::compiled sees them
     python3 bench/compile_time.py --csv out.csv --plot docs/images/compile_time.png
 
 Each case is compiled alone (-c, nothing else running is assumed: run it on
@@ -135,11 +134,6 @@ def measure(command):
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, wall
 
 
-def compiled_flags(build_dir):
-    """Include and define flags a target linking tandem::compiled gets."""
-    return ["-DTANDEM_COMPILED_LIBRARY"]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--compiler", default=os.environ.get("CXX", "g++"))
@@ -153,7 +147,9 @@ def main():
     args = parser.parse_args()
 
     include = ["-I" + os.path.join(ROOT, "include")]
-    flags = shlex.split(args.flags) + (compiled_flags(None) if args.compiled else [])
+    # What linking tandem::compiled adds to a translation unit: the define
+    # that turns the library's instantiations into extern declarations.
+    flags = shlex.split(args.flags) + (["-DTANDEM_COMPILED_LIBRARY"] if args.compiled else [])
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         for name, kind, what in cases(args.only):

@@ -40,3 +40,7 @@
 #include "tandem/ops/reduce.hpp"
 #include "tandem/ops/shape.hpp"
 #include "tandem/ops/softmax.hpp"
+
+// Last: with the compiled library, it declares the eager nodes of the ops
+// above as instantiated there.
+#include "tandem/compiled/eager.hpp"

@@ -14,6 +14,18 @@
 // Like any specialization, it must be visible wherever the op is used.
 
 #include <cstddef>
+#include <string_view>
+
+// The compiler's name of a type. Outside namespace tandem: GCC leaves out
+// the namespaces a function's name shares with the type.
+namespace tandem_type_name {
+template <class T>
+constexpr std::string_view of() {
+  std::string_view function = __PRETTY_FUNCTION__;
+  std::size_t at = function.find("T = ");
+  return at == std::string_view::npos ? std::string_view{} : function.substr(at + 4);
+}
+}  // namespace tandem_type_name
 
 namespace tandem {
 
@@ -27,15 +39,34 @@ namespace detail {
 template <class Op>
 concept has_replaced_derivative = !requires { derivative<Op>::primary_template; };
 
+// Whether tandem defines Op (in tandem or tandem::detail): the ops whose
+// built-in rules the compiled library (tandem::compiled) has instantiated.
+// Read from the type's name, since a user's op often derives from tandem's
+// type rules, which makes tandem an associated namespace of it.
+template <class Op>
+constexpr bool defined_by_tandem() {
+  return tandem_type_name::of<Op>().starts_with("tandem::");
+}
+
 // Whether an op, called with these values, has a rule for input 0.
 template <class Op, class G, class... X>
 concept has_derivative_rule = has_replaced_derivative<Op> || requires(const Op& op, const G& g, const X&... x) {
   op.template derivative<0>(g, g, x...);
 };
 
-template <std::size_t I, class Op, class G, class Y, class... X>
+// Which rule an op's gradient comes from. It is a template argument of
+// everything that applies a rule (apply_rule, op_node), so that a translation
+// unit that replaces an op's rule and one that does not (the compiled
+// library's, say) instantiate two functions with two names, instead of one
+// name that the linker would pick either body for.
+enum class rule { built_in, replaced };
+
+template <class Op>
+inline constexpr rule rule_of = has_replaced_derivative<Op> ? rule::replaced : rule::built_in;
+
+template <std::size_t I, class Op, rule Rule = rule_of<Op>, class G, class Y, class... X>
 auto apply_rule(const Op& op, const G& g, const Y& y, const X&... x) {
-  if constexpr (has_replaced_derivative<Op>) return derivative<Op>::template gradient<I>(op, g, y, x...);
+  if constexpr (Rule == rule::replaced) return derivative<Op>::template gradient<I>(op, g, y, x...);
   else return op.template derivative<I>(g, y, x...);
 }
 

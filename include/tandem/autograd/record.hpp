@@ -155,7 +155,7 @@ shape shape_of(const X& x) {
   else return {};
 }
 
-template <class Op, class R, class... X>
+template <rule Rule, class Op, class R, class... X>
 class op_node final : public typed_node<R> {
  public:
   // `edges` must exist before the node does: a leaf's accumulator made on
@@ -209,7 +209,7 @@ class op_node final : public typed_node<R> {
     using input = std::tuple_element_t<I, std::tuple<X...>>;
     if constexpr (is_floating_tensor<input>) {
       if (!this->next_[I]) return;
-      auto gi = apply_rule<I>(op_, g, y, x...);
+      auto gi = apply_rule<I, Op, Rule>(op_, g, y, x...);
       this->next_[I]->receive(sum_to(gi, shapes_[I]));
     }
   }
@@ -238,8 +238,13 @@ void record(const Op& op, tensor<R>& out, const X&... x) {
   if constexpr (std::is_floating_point_v<R>) {
     if (!is_grad_enabled() || !(input_requires_grad(x) || ...)) return;
     if constexpr (has_derivative_rule<Op, tensor<R>, X...>) {
+#if defined(TANDEM_COMPILED_LIBRARY)
+      static_assert(rule_of<Op> == rule::built_in || !defined_by_tandem<Op>(),
+                    "tandem::derivative<Op>: a program that links tandem::compiled cannot replace the rule of one "
+                    "of tandem's ops, whose compiled nodes use the built-in rule; link tandem::tandem instead");
+#endif
       std::vector<std::shared_ptr<node>> edges{edge_of(x)...};
-      auto n = make_cached<op_node<Op, R, typename as_recorded<X>::type...>>(
+      auto n = make_cached<op_node<rule_of<Op>, Op, R, typename as_recorded<X>::type...>>(
           std::move(edges), op, out, static_cast<const typename as_recorded<X>::type&>(x)...);
       out.autograd() = make_cached<autograd_meta<R>>();
       out.autograd()->requires_grad = true;

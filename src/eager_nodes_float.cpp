@@ -1,0 +1,5 @@
+// The compiled library's float nodes: the one place they are instantiated for
+// every translation unit that links tandem::compiled.
+#include "tandem/tandem.hpp"
+
+TANDEM_COMPILED_EAGER_NODES(float)
