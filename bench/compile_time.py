@@ -6,6 +6,7 @@ translation unit, for the cases docs/benchmarks/compile_time.md tracks.
     python3 bench/compile_time.py --compiled      # the same TUs as a target
                                                   # linking tandem::compiled sees them
     python3 bench/compile_time.py --csv out.csv --plot docs/images/compile_time.png
+    python3 bench/compile_time.py --plot-from out.csv --plot docs/images/compile_time.png
 
 Each case is compiled alone (-c, nothing else running is assumed: run it on
 an idle machine, and read ratios), --repeat times, keeping the fastest run.
@@ -144,7 +145,15 @@ def main():
                         help="compile against the compiled library's extern templates (TANDEM_COMPILED_LIBRARY)")
     parser.add_argument("--csv", help="also write the rows here")
     parser.add_argument("--plot", help="plot compile time against graph size into this PNG (needs matplotlib)")
+    parser.add_argument("--plot-from", help="plot the rows of a CSV this script wrote, compiling nothing")
     args = parser.parse_args()
+
+    if args.plot_from:
+        with open(args.plot_from) as f:
+            next(f)
+            rows = [(name, float(cpu), float(rss), 0.0) for name, cpu, rss in (line.rsplit(",", 2) for line in f)]
+        plot(rows, args.plot)
+        return
 
     include = ["-I" + os.path.join(ROOT, "include")]
     # What linking tandem::compiled adds to a translation unit: the define
@@ -183,16 +192,23 @@ def plot(rows, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sizes = [(int(name.split()[2]), cpu) for name, cpu, _, _ in rows if name.startswith("chain of")]
-    if not sizes:
+    chains = sorted((int(name.split()[2]), cpu, rss) for name, cpu, rss, _ in rows if name.startswith("chain of"))
+    if not chains:
         return
-    figure, axes = plt.subplots(figsize=(5, 3.2))
-    axes.plot([s for s, _ in sizes], [c for _, c in sizes], marker="o")
-    axes.set_xlabel("elementwise ops in the graph")
-    axes.set_ylabel("user+sys seconds")
-    axes.set_title("compile time of a jit graph + its grad")
-    axes.set_ylim(bottom=0)
-    axes.grid(alpha=0.3)
+    sizes = [n for n, _, _ in chains]
+    figure, (time_axes, memory_axes) = plt.subplots(1, 2, figsize=(8, 3.2))
+    for axes, values, label in ((time_axes, [c for _, c, _ in chains], "user+sys seconds"),
+                                (memory_axes, [m for _, _, m in chains], "max RSS (MB)")):
+        axes.plot(sizes, values, marker="o", label="measured")
+        # The line through the two smallest graphs: what linear growth would give.
+        slope = (values[1] - values[0]) / (sizes[1] - sizes[0])
+        axes.plot(sizes, [values[0] + slope * (n - sizes[0]) for n in sizes], linestyle="--", label="linear")
+        axes.set_xlabel("elementwise ops in the graph")
+        axes.set_ylabel(label)
+        axes.set_ylim(bottom=0)
+        axes.grid(alpha=0.3)
+    time_axes.legend()
+    figure.suptitle("g++ 12 -O2: a jit graph of N ops + its grad")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
 
