@@ -1,11 +1,12 @@
 #pragma once
-// Plans and their cache. A plan is what a static graph learns from one input
-// signature (the element type, shape and device of every tensor argument):
-// the shapes of its outputs and of every buffer it fills, checked once when
-// the plan is built. Calls with a signature seen before reuse the plan;
-// scalars are not part of the signature, so changing one never builds a new
-// plan. The cache is shared by copies of a static_graph and safe to use from
-// several threads at once.
+// Plans and their cache. A plan is what a static graph's first call with one
+// input signature (the element type, shape and device of every tensor
+// argument) produced: the shapes of its outputs and how many fused loops and
+// eager kernels it ran, read by statistics(). Shapes are still checked on
+// every call, while the graph runs. Calls with a signature seen before count
+// as hits; scalars are not part of the signature, so changing one never
+// builds a new plan. The cache is shared by copies of a static_graph and
+// safe to use from several threads at once.
 
 #include <algorithm>
 #include <atomic>
