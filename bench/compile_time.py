@@ -16,37 +16,34 @@ shared machine.
 
 import argparse
 import os
-import resource
 import shlex
 import subprocess
 import sys
 import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PROLOGUE = "#include <tandem/tandem.hpp>\nusing namespace tandem;\n"
 
-# One op per step, cycling, so that a graph of N nodes holds N ops.
+# One step after another, cycling: (expression of the previous value, ops it
+# adds), so that a graph of N nodes holds N ops.
 CHAIN_STEPS = [
-    "{h} * y",
-    "{h} + 0.5f",
-    "sigmoid({h})",
-    "{h} - x",
-    "tanh({h})",
-    "{h} * 0.25f",
-    "exp({h} * 0.1f)",
-    "{h} / (y + 2.0f)",
+    ("{h} * y", 1),
+    ("{h} + 0.5f", 1),
+    ("sigmoid({h})", 1),
+    ("{h} - x", 1),
+    ("tanh({h})", 1),
+    ("{h} * 0.25f", 1),
+    ("exp({h} * 0.1f)", 2),
+    ("{h} / (y + 2.0f)", 2),
 ]
-CHAIN_OPS = [1, 1, 1, 1, 1, 1, 2, 2]
 
 
 def chain(nodes):
     """A jit graph of `nodes` elementwise ops and a sum, with its gradient."""
     lines, count, i = [], 0, 0
     while count < nodes:
-        step = CHAIN_STEPS[i % len(CHAIN_STEPS)]
-        ops = CHAIN_OPS[i % len(CHAIN_STEPS)]
+        step, ops = CHAIN_STEPS[i % len(CHAIN_STEPS)]
         if count + ops > nodes:
             step, ops = "{h} * y", 1
         lines.append(f"    auto h{i + 1} = " + step.format(h=f"h{i}") + ";")
@@ -124,15 +121,13 @@ def cases(which):
 
 
 def measure(command):
-    """Runs `command`; returns (user+sys seconds, max RSS in MB, wall seconds)."""
-    start = time.monotonic()
+    """Runs `command`; returns (user+sys seconds, max RSS in MB)."""
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
-    wall = time.monotonic() - start
     errors = process.stderr.read().decode(errors="replace")
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"compile failed: {shlex.join(command)}\n{errors[:4000]}")
-    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, wall
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def main():
@@ -151,7 +146,7 @@ def main():
     if args.plot_from:
         with open(args.plot_from) as f:
             next(f)
-            rows = [(name, float(cpu), float(rss), 0.0) for name, cpu, rss in (line.rsplit(",", 2) for line in f)]
+            rows = [(name, float(cpu), float(rss)) for name, cpu, rss in (line.rsplit(",", 2) for line in f)]
         plot(rows, args.plot)
         return
 
@@ -176,12 +171,12 @@ def main():
     print(f"\n{args.compiler} {args.flags}{' (compiled library)' if args.compiled else ''}\n")
     print("| translation unit | user+sys (s) | max RSS (MB) |")
     print("|---|---|---|")
-    for name, cpu, rss, _ in rows:
+    for name, cpu, rss in rows:
         print(f"| {name} | {cpu:.1f} | {rss:.0f} |")
     if args.csv:
         with open(args.csv, "w") as f:
             f.write("case,cpu_seconds,max_rss_mb\n")
-            for name, cpu, rss, _ in rows:
+            for name, cpu, rss in rows:
                 f.write(f"{name},{cpu:.2f},{rss:.0f}\n")
     if args.plot:
         plot(rows, args.plot)
@@ -192,7 +187,7 @@ def plot(rows, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    chains = sorted((int(name.split()[2]), cpu, rss) for name, cpu, rss, _ in rows if name.startswith("chain of"))
+    chains = sorted((int(name.split()[2]), cpu, rss) for name, cpu, rss in rows if name.startswith("chain of"))
     if not chains:
         return
     sizes = [n for n, _, _ in chains]
