@@ -54,7 +54,11 @@ int main() {
   for (int i = 0; i < n; ++i) {
     float scale = 1 + (want.data()[i] < 0 ? -want.data()[i] : want.data()[i]);
     float e = out[i] - want.data()[i], d = dx[i] - want_dx.data()[i];
-    wrong += (e * e > 1e-10f * scale * scale) + (d * d > 1e-8f * scale * scale);
+    bool bad = e * e > 1e-10f * scale * scale || d * d > 1e-8f * scale * scale;
+    if (bad)
+      std::printf("element %d: value %.9g (CPU %.9g), gradient %.9g (CPU %.9g)\n", i, out[i], want.data()[i], dx[i],
+                  want_dx.data()[i]);
+    wrong += bad;
   }
   std::printf("fused kernel on the GPU: %d wrong values\n", wrong);
   return wrong == 0 ? 0 : 1;

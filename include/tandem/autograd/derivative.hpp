@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <string_view>
 
+#include "tandem/core/config.hpp"
+
 // The compiler's name of a type. Outside namespace tandem: GCC leaves out
 // the namespaces a function's name shares with the type.
 namespace tandem_type_name {
@@ -64,8 +66,22 @@ enum class rule { built_in, replaced };
 template <class Op>
 inline constexpr rule rule_of = has_replaced_derivative<Op> ? rule::replaced : rule::built_in;
 
+// A program that links tandem::compiled runs tandem's ops through compiled
+// code built with their built-in rules (the eager ops, their nodes, and the
+// ops those rules call), so it may replace the rules of its own ops only.
+// Checked where a program's own code first sees the op: its eager entry
+// (detail::map) and record.
+template <class Op>
+constexpr void require_rule_of_compiled_library() {
+#if defined(TANDEM_COMPILED_LIBRARY)
+  static_assert(rule_of<Op> == rule::built_in || !defined_by_tandem<Op>(),
+                "tandem::derivative<Op>: a program that links tandem::compiled cannot replace the rule of one "
+                "of tandem's ops, whose compiled nodes use the built-in rule; link tandem::tandem instead");
+#endif
+}
+
 template <std::size_t I, class Op, rule Rule = rule_of<Op>, class G, class Y, class... X>
-auto apply_rule(const Op& op, const G& g, const Y& y, const X&... x) {
+TANDEM_HOST_DEVICE auto apply_rule(const Op& op, const G& g, const Y& y, const X&... x) {
   if constexpr (Rule == rule::replaced) return derivative<Op>::template gradient<I>(op, g, y, x...);
   else return op.template derivative<I>(g, y, x...);
 }

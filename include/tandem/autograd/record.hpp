@@ -238,11 +238,7 @@ void record(const Op& op, tensor<R>& out, const X&... x) {
   if constexpr (std::is_floating_point_v<R>) {
     if (!is_grad_enabled() || !(input_requires_grad(x) || ...)) return;
     if constexpr (has_derivative_rule<Op, tensor<R>, X...>) {
-#if defined(TANDEM_COMPILED_LIBRARY)
-      static_assert(rule_of<Op> == rule::built_in || !defined_by_tandem<Op>(),
-                    "tandem::derivative<Op>: a program that links tandem::compiled cannot replace the rule of one "
-                    "of tandem's ops, whose compiled nodes use the built-in rule; link tandem::tandem instead");
-#endif
+      require_rule_of_compiled_library<Op>();
       std::vector<std::shared_ptr<node>> edges{edge_of(x)...};
       auto n = make_cached<op_node<rule_of<Op>, Op, R, typename as_recorded<X>::type...>>(
           std::move(edges), op, out, static_cast<const typename as_recorded<X>::type&>(x)...);

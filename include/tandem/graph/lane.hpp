@@ -95,7 +95,7 @@ struct lane {
 };
 
 template <class V, class S>
-TANDEM_ALWAYS_INLINE V value_of(const S& s) {
+TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE V value_of(const S& s) {
   if constexpr (std::is_arithmetic_v<S>) return V(static_cast<element_t<V>>(s));
   else return s.v;
 }
@@ -120,67 +120,67 @@ concept lane_operands = (is_lane<X> || ...) && ((is_lane<X> || std::is_arithmeti
 
 template <class Op, class... X>
   requires lane_operands<X...>
-TANDEM_ALWAYS_INLINE auto apply_lanes(const Op& op, const X&... x) {
+TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE auto apply_lanes(const Op& op, const X&... x) {
   using V = typename lane_of<X...>::type;
   return lane<V>{apply(op, value_of<V>(x)...)};
 }
 
 template <class A, class B> requires lane_operands<A, B>
-auto operator+(const A& a, const B& b) { return apply_lanes(add_op{}, a, b); }
+TANDEM_HOST_DEVICE auto operator+(const A& a, const B& b) { return apply_lanes(add_op{}, a, b); }
 template <class A, class B> requires lane_operands<A, B>
-auto operator-(const A& a, const B& b) { return apply_lanes(sub_op{}, a, b); }
+TANDEM_HOST_DEVICE auto operator-(const A& a, const B& b) { return apply_lanes(sub_op{}, a, b); }
 template <class A, class B> requires lane_operands<A, B>
-auto operator*(const A& a, const B& b) { return apply_lanes(mul_op{}, a, b); }
+TANDEM_HOST_DEVICE auto operator*(const A& a, const B& b) { return apply_lanes(mul_op{}, a, b); }
 template <class A, class B> requires lane_operands<A, B>
-auto operator/(const A& a, const B& b) { return apply_lanes(div_op{}, a, b); }
+TANDEM_HOST_DEVICE auto operator/(const A& a, const B& b) { return apply_lanes(div_op{}, a, b); }
 template <class V>
-auto operator-(const lane<V>& a) { return apply_lanes(neg_op{}, a); }
+TANDEM_HOST_DEVICE auto operator-(const lane<V>& a) { return apply_lanes(neg_op{}, a); }
 template <class A, class B> requires lane_operands<A, B>
-auto operator==(const A& a, const B& b) { return apply_lanes(eq_op{}, a, b); }
+TANDEM_HOST_DEVICE auto operator==(const A& a, const B& b) { return apply_lanes(eq_op{}, a, b); }
 template <class A, class B> requires lane_operands<A, B>
-auto operator!=(const A& a, const B& b) { return apply_lanes(ne_op{}, a, b); }
+TANDEM_HOST_DEVICE auto operator!=(const A& a, const B& b) { return apply_lanes(ne_op{}, a, b); }
 template <class A, class B> requires lane_operands<A, B>
-auto operator<(const A& a, const B& b) { return apply_lanes(lt_op{}, a, b); }
+TANDEM_HOST_DEVICE auto operator<(const A& a, const B& b) { return apply_lanes(lt_op{}, a, b); }
 template <class A, class B> requires lane_operands<A, B>
-auto operator<=(const A& a, const B& b) { return apply_lanes(le_op{}, a, b); }
+TANDEM_HOST_DEVICE auto operator<=(const A& a, const B& b) { return apply_lanes(le_op{}, a, b); }
 template <class A, class B> requires lane_operands<A, B>
-auto operator>(const A& a, const B& b) { return apply_lanes(gt_op{}, a, b); }
+TANDEM_HOST_DEVICE auto operator>(const A& a, const B& b) { return apply_lanes(gt_op{}, a, b); }
 template <class A, class B> requires lane_operands<A, B>
-auto operator>=(const A& a, const B& b) { return apply_lanes(ge_op{}, a, b); }
+TANDEM_HOST_DEVICE auto operator>=(const A& a, const B& b) { return apply_lanes(ge_op{}, a, b); }
 
 template <class C, class A, class B> requires lane_operands<C, A, B>
-auto where(const C& c, const A& a, const B& b) { return apply_lanes(where_op{}, c, a, b); }
+TANDEM_HOST_DEVICE auto where(const C& c, const A& a, const B& b) { return apply_lanes(where_op{}, c, a, b); }
 template <class A, class B> requires lane_operands<A, B>
-auto logical_and(const A& a, const B& b) { return apply_lanes(logical_and_op{}, a, b); }
+TANDEM_HOST_DEVICE auto logical_and(const A& a, const B& b) { return apply_lanes(logical_and_op{}, a, b); }
 template <class A, class B> requires lane_operands<A, B>
-auto logical_or(const A& a, const B& b) { return apply_lanes(logical_or_op{}, a, b); }
+TANDEM_HOST_DEVICE auto logical_or(const A& a, const B& b) { return apply_lanes(logical_or_op{}, a, b); }
 template <class A, class B> requires lane_operands<A, B>
-auto pow(const A& a, const B& b) { return apply_lanes(pow_op{}, a, b); }
+TANDEM_HOST_DEVICE auto pow(const A& a, const B& b) { return apply_lanes(pow_op{}, a, b); }
 template <class A, class B> requires lane_operands<A, B>
-auto maximum(const A& a, const B& b) { return apply_lanes(maximum_op{}, a, b); }
+TANDEM_HOST_DEVICE auto maximum(const A& a, const B& b) { return apply_lanes(maximum_op{}, a, b); }
 template <class A, class B> requires lane_operands<A, B>
-auto minimum(const A& a, const B& b) { return apply_lanes(minimum_op{}, a, b); }
+TANDEM_HOST_DEVICE auto minimum(const A& a, const B& b) { return apply_lanes(minimum_op{}, a, b); }
 template <class Op, class... X> requires lane_operands<X...>
-auto elementwise(const Op& op, const X&... x) { return apply_lanes(op, x...); }
+TANDEM_HOST_DEVICE auto elementwise(const Op& op, const X&... x) { return apply_lanes(op, x...); }
 
-template <class V> auto abs(const lane<V>& x) { return apply_lanes(abs_op{}, x); }
-template <class V> auto sign(const lane<V>& x) { return apply_lanes(sign_op{}, x); }
-template <class V> auto square(const lane<V>& x) { return apply_lanes(square_op{}, x); }
-template <class V> auto exp(const lane<V>& x) { return apply_lanes(exp_op{}, x); }
-template <class V> auto log(const lane<V>& x) { return apply_lanes(log_op{}, x); }
-template <class V> auto log1p(const lane<V>& x) { return apply_lanes(log1p_op{}, x); }
-template <class V> auto expm1(const lane<V>& x) { return apply_lanes(expm1_op{}, x); }
-template <class V> auto sqrt(const lane<V>& x) { return apply_lanes(sqrt_op{}, x); }
-template <class V> auto rsqrt(const lane<V>& x) { return apply_lanes(rsqrt_op{}, x); }
-template <class V> auto sin(const lane<V>& x) { return apply_lanes(sin_op{}, x); }
-template <class V> auto cos(const lane<V>& x) { return apply_lanes(cos_op{}, x); }
-template <class V> auto erf(const lane<V>& x) { return apply_lanes(erf_op{}, x); }
-template <class V> auto erfc(const lane<V>& x) { return apply_lanes(erfc_op{}, x); }
-template <class V> auto tanh(const lane<V>& x) { return apply_lanes(tanh_op{}, x); }
-template <class V> auto sigmoid(const lane<V>& x) { return apply_lanes(sigmoid_op{}, x); }
-template <class V> auto relu(const lane<V>& x) { return apply_lanes(relu_op{}, x); }
-template <class V> auto gelu(const lane<V>& x) { return apply_lanes(gelu_op{}, x); }
-template <class V> auto softplus(const lane<V>& x) { return apply_lanes(softplus_op{}, x); }
-template <class V> auto logical_not(const lane<V>& x) { return apply_lanes(logical_not_op{}, x); }
+template <class V> TANDEM_HOST_DEVICE auto abs(const lane<V>& x) { return apply_lanes(abs_op{}, x); }
+template <class V> TANDEM_HOST_DEVICE auto sign(const lane<V>& x) { return apply_lanes(sign_op{}, x); }
+template <class V> TANDEM_HOST_DEVICE auto square(const lane<V>& x) { return apply_lanes(square_op{}, x); }
+template <class V> TANDEM_HOST_DEVICE auto exp(const lane<V>& x) { return apply_lanes(exp_op{}, x); }
+template <class V> TANDEM_HOST_DEVICE auto log(const lane<V>& x) { return apply_lanes(log_op{}, x); }
+template <class V> TANDEM_HOST_DEVICE auto log1p(const lane<V>& x) { return apply_lanes(log1p_op{}, x); }
+template <class V> TANDEM_HOST_DEVICE auto expm1(const lane<V>& x) { return apply_lanes(expm1_op{}, x); }
+template <class V> TANDEM_HOST_DEVICE auto sqrt(const lane<V>& x) { return apply_lanes(sqrt_op{}, x); }
+template <class V> TANDEM_HOST_DEVICE auto rsqrt(const lane<V>& x) { return apply_lanes(rsqrt_op{}, x); }
+template <class V> TANDEM_HOST_DEVICE auto sin(const lane<V>& x) { return apply_lanes(sin_op{}, x); }
+template <class V> TANDEM_HOST_DEVICE auto cos(const lane<V>& x) { return apply_lanes(cos_op{}, x); }
+template <class V> TANDEM_HOST_DEVICE auto erf(const lane<V>& x) { return apply_lanes(erf_op{}, x); }
+template <class V> TANDEM_HOST_DEVICE auto erfc(const lane<V>& x) { return apply_lanes(erfc_op{}, x); }
+template <class V> TANDEM_HOST_DEVICE auto tanh(const lane<V>& x) { return apply_lanes(tanh_op{}, x); }
+template <class V> TANDEM_HOST_DEVICE auto sigmoid(const lane<V>& x) { return apply_lanes(sigmoid_op{}, x); }
+template <class V> TANDEM_HOST_DEVICE auto relu(const lane<V>& x) { return apply_lanes(relu_op{}, x); }
+template <class V> TANDEM_HOST_DEVICE auto gelu(const lane<V>& x) { return apply_lanes(gelu_op{}, x); }
+template <class V> TANDEM_HOST_DEVICE auto softplus(const lane<V>& x) { return apply_lanes(softplus_op{}, x); }
+template <class V> TANDEM_HOST_DEVICE auto logical_not(const lane<V>& x) { return apply_lanes(logical_not_op{}, x); }
 
 }  // namespace tandem::detail::fused

@@ -25,14 +25,13 @@ class axes : public detail::dims {
   axes(std::int64_t axis) : detail::dims{axis} {}
   axes(std::initializer_list<std::int64_t> list) : detail::dims(list) {}
   axes(std::span<const std::int64_t> list) : detail::dims(list.begin(), list.end()) {}
-  static axes all() {
-    axes a{};
-    a.all_ = true;
-    return a;
-  }
+  // Not `axes a{}`: nvcc's front end reads that as axes(0), one axis.
+  static axes all() { return axes(every_axis{}); }
   bool is_all() const { return all_; }
 
  private:
+  struct every_axis {};
+  explicit axes(every_axis) : all_(true) {}
   bool all_ = false;
 };
 

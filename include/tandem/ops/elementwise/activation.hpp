@@ -15,14 +15,14 @@ struct tanh_op : detail::floating_rule {
   static constexpr bool saves_inputs = false, saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::tanh(x); }
   template <std::size_t I, class G, class Y, class X>
-  auto derivative(const G& g, const Y& y, const X&) const { return g * (1 - square(y)); }
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y& y, const X&) const { return g * (1 - square(y)); }
 };
 struct sigmoid_op : detail::floating_rule {
   static constexpr const char* name = "sigmoid";
   static constexpr bool saves_inputs = false, saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return V(1) / (V(1) + detail::math::exp(-x)); }
   template <std::size_t I, class G, class Y, class X>
-  auto derivative(const G& g, const Y& y, const X&) const { return g * y * (1 - y); }
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y& y, const X&) const { return g * y * (1 - y); }
 };
 // relu's backward fused into one SIMD pass: g where x > 0, else 0.
 struct relu_backward_op : detail::same_type_rule {
@@ -31,7 +31,7 @@ struct relu_backward_op : detail::same_type_rule {
     return detail::math::select(x > V(0), g, V(0));
   }
   template <std::size_t I, class G, class Y, class GI, class X>
-  auto derivative(const G& gg, const Y&, const GI&, const X& x) const {
+  TANDEM_HOST_DEVICE auto derivative(const G& gg, const Y&, const GI&, const X& x) const {
     if constexpr (I == 0) return elementwise(relu_backward_op{}, gg, x);
     else return gg * 0;
   }
@@ -41,7 +41,7 @@ struct relu_op : detail::same_type_rule {
   static constexpr const char* name = "relu";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::maximum(x, V(0)); }
   template <std::size_t I, class G, class Y, class X>
-  auto derivative(const G& g, const Y&, const X& x) const { return elementwise(relu_backward_op{}, g, x); }
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X& x) const { return elementwise(relu_backward_op{}, g, x); }
 };
 // The exact form, x * Phi(x), with Phi the standard normal CDF written with
 // erfc so that the left tail keeps its relative precision.
@@ -52,7 +52,7 @@ struct gelu_op : detail::floating_rule {
   }
   // Phi(x) + x phi(x)
   template <std::size_t I, class G, class Y, class X>
-  auto derivative(const G& g, const Y&, const X& x) const {
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X& x) const {
     return g * (erfc(x * (-std::numbers::sqrt2 / 2)) * 0.5 +
                 x * exp(square(x) * -0.5) * (std::numbers::inv_sqrtpi / std::numbers::sqrt2));
   }
@@ -64,7 +64,7 @@ struct softplus_op : detail::floating_rule {
     return detail::math::maximum(x, V(0)) + detail::math::log1p(detail::math::exp(-detail::math::abs(x)));
   }
   template <std::size_t I, class G, class Y, class X>
-  auto derivative(const G& g, const Y&, const X& x) const { return g * sigmoid(x); }
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X& x) const { return g * sigmoid(x); }
 };
 
 

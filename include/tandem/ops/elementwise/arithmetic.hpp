@@ -18,14 +18,14 @@ struct add_op : detail::same_type_rule {
   static constexpr bool saves_inputs = false;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& a, const V& b) const { return a + b; }
   template <std::size_t I, class G, class Y, class A, class B>
-  auto derivative(const G& g, const Y&, const A&, const B&) const { return g; }
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const A&, const B&) const { return g; }
 };
 struct sub_op : detail::same_type_rule {
   static constexpr const char* name = "sub";
   static constexpr bool saves_inputs = false;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& a, const V& b) const { return a - b; }
   template <std::size_t I, class G, class Y, class A, class B>
-  auto derivative(const G& g, const Y&, const A&, const B&) const {
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const A&, const B&) const {
     if constexpr (I == 0) return g;
     else return -g;
   }
@@ -34,7 +34,7 @@ struct mul_op : detail::same_type_rule {
   static constexpr const char* name = "mul";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& a, const V& b) const { return a * b; }
   template <std::size_t I, class G, class Y, class A, class B>
-  auto derivative(const G& g, const Y&, const A& a, const B& b) const {
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const A& a, const B& b) const {
     if constexpr (I == 0) return g * b;
     else return g * a;
   }
@@ -45,7 +45,7 @@ struct div_op : detail::floating_rule {
   static constexpr bool saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& a, const V& b) const { return a / b; }
   template <std::size_t I, class G, class Y, class A, class B>
-  auto derivative(const G& g, const Y& y, const A&, const B& b) const {
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y& y, const A&, const B& b) const {
     if constexpr (I == 0) return g / b;
     else return -(g * y / b);
   }
@@ -55,14 +55,14 @@ struct neg_op : detail::same_type_rule {
   static constexpr bool saves_inputs = false;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& a) const { return -a; }
   template <std::size_t I, class G, class Y, class X>
-  auto derivative(const G& g, const Y&, const X&) const { return -g; }
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X&) const { return -g; }
 };
 struct pow_op : detail::floating_rule {
   static constexpr const char* name = "pow";
   static constexpr bool saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& a, const V& b) const { return detail::math::pow(a, b); }
   template <std::size_t I, class G, class Y, class A, class B>
-  auto derivative(const G& g, const Y& y, const A& a, const B& b) const {
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y& y, const A& a, const B& b) const {
     if constexpr (I == 0) return g * b * pow(a, b - 1);
     else if constexpr (std::is_arithmetic_v<A>) return g * y * std::log(a);
     else return g * y * log(a);
@@ -73,7 +73,7 @@ struct maximum_op : detail::same_type_rule {
   static constexpr const char* name = "maximum";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& a, const V& b) const { return detail::math::maximum(a, b); }
   template <std::size_t I, class G, class Y, class A, class B>
-  auto derivative(const G& g, const Y&, const A& a, const B& b) const {
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const A& a, const B& b) const {
     if constexpr (I == 0) return where(a > b, g, where(a == b, g * 0.5, 0));
     else return where(b > a, g, where(a == b, g * 0.5, 0));
   }
@@ -82,7 +82,7 @@ struct minimum_op : detail::same_type_rule {
   static constexpr const char* name = "minimum";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& a, const V& b) const { return detail::math::minimum(a, b); }
   template <std::size_t I, class G, class Y, class A, class B>
-  auto derivative(const G& g, const Y&, const A& a, const B& b) const {
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const A& a, const B& b) const {
     if constexpr (I == 0) return where(a < b, g, where(a == b, g * 0.5, 0));
     else return where(b < a, g, where(a == b, g * 0.5, 0));
   }

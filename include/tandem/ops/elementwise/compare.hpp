@@ -60,7 +60,7 @@ struct where_op {
     return c != V(0) ? a : b;
   }
   template <std::size_t I, class G, class Y, class C, class A, class B>
-  auto derivative(const G& g, const Y&, const C& c, const A&, const B&) const {
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const C& c, const A&, const B&) const {
     if constexpr (I == 1) return where(c, g, 0);
     else return where(c, 0, g);
   }
@@ -72,7 +72,7 @@ struct clamp_op : detail::same_type_rule {
     return detail::math::minimum(detail::math::maximum(x, low), high);
   }
   template <std::size_t I, class G, class Y, class X, class L, class H>
-  auto derivative(const G& g, const Y&, const X& x, const L& low, const H& high) const {
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X& x, const L& low, const H& high) const {
     if constexpr (I == 0) return where(logical_and(x >= low, x <= high), g, 0);
     else if constexpr (I == 1) return where(x < low, g, 0);
     else return where(x > high, g, 0);

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "tandem/autograd/derivative.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/graph/fwd.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
@@ -102,22 +103,12 @@ dims broadcast_strides(const tensor<T>& x, const shape& out) {
   return strides;
 }
 
-template <class E, class X>
-operand<E> make_operand(const X& x, const E& held, const shape& out) {
-  if constexpr (is_tensor_v<X>) return {x.data(), broadcast_strides(x, out)};
-  else return {&held, dims(out.size(), 0)};
-}
-
-template <class E, class X>
-const auto& as_recorded_operand(const X& x, const E& held) {
-  if constexpr (is_tensor_v<X>) return x;
-  else return held;
-}
-
-template <class E, class X>
-E hold_scalar(const X& x) {
-  if constexpr (is_tensor_v<X>) return E{};
-  else return static_cast<E>(x);
+// A scalar operand (already of its element type) is read through its
+// address with stride 0.
+template <class X>
+auto make_operand(const X& x, const shape& out) {
+  if constexpr (is_tensor_v<X>) return operand<typename X::value_type>{x.data(), broadcast_strides(x, out)};
+  else return operand<X>{&x, dims(out.size(), 0)};
 }
 
 template <class X>
@@ -158,51 +149,65 @@ const shape* common_contiguous_shape(const X&... x) {
   return plain ? common : nullptr;
 }
 
-template <class E, class X>
-flat_operand<E> make_flat_operand(const X& x, const E& held) {
-  if constexpr (is_tensor_v<X>) return {x.data(), 1};
-  else return {&held, 0};
+template <class X>
+auto make_flat_operand(const X& x) {
+  if constexpr (is_tensor_v<X>) return flat_operand<typename X::value_type>{x.data(), 1};
+  else return flat_operand<X>{&x, 0};
 }
 
+// The tensor an elementwise op returns for operands X. A struct, not an
+// alias: GCC does not match a function whose return type expands a pack into
+// an alias template whose first parameter is no pack (where_op's result).
 template <class Op, class... X>
-auto eager_map(const Op& op, const X&... x);
+struct map_result {
+  using base = typename tensors_promoted<X...>::type;
+  using type = tensor<typename Op::template result<operand_element<base, X>...>>;
+};
+template <class Op, class... X>
+using map_result_t = typename map_result<Op, X...>::type;
+
+// A scalar operand converted to the element type it takes part with, so that
+// x * 2 and x * 2.0 (for a tensor<float> x) run the same eager_map<mul_op,
+// tensor<float>, float>: one instantiation per op and element type, which
+// tandem::compiled can hold (compiled/eager.hpp).
+template <class Base, class X>
+decltype(auto) as_map_operand(const X& x) {
+  if constexpr (has_elements<X>) return (x);
+  else return static_cast<operand_element<Base, X>>(x);
+}
+
+// Runs `op` now: broadcasts, allocates the result, runs the elementwise
+// kernel and records the op. Scalars come converted (as_map_operand).
+template <class Op, class... X>
+map_result_t<Op, X...> eager_map(const Op& op, const X&... x) {
+  using base = typename tensors_promoted<X...>::type;
+  using C = typename Op::template compute<operand_element<base, X>...>;
+  using R = typename Op::template result<operand_element<base, X>...>;
+  if (const shape* common = common_contiguous_shape(x...)) {
+    tensor<R> out(*common);
+    elementwise_flat<R, C>(op, out.numel(), out.data(), make_flat_operand(x)...);
+    record(op, out, x...);
+    return out;
+  }
+  shape out_shape = broadcast_all<Op>(x...);
+  tensor<R> out(out_shape);
+  elementwise<R, C>(op, out_shape, out.data(), contiguous_strides(out_shape), make_operand(x, out_shape)...);
+  record(op, out, x...);
+  return out;
+}
 
 // Applies `op` elementwise to broadcast operands: a fresh tensor now, or a
 // node of the static graph being traced when an operand is symbolic.
 template <class Op, class... X>
   requires elementwise_operands<X...>
 auto map(const Op& op, const X&... x) {
-  if constexpr (any_symbolic<X...>) return symbolic_map(op, x...);
-  else return eager_map(op, x...);
-}
-
-template <class Op, class... X>
-auto eager_map(const Op& op, const X&... x) {
-  using base = typename tensors_promoted<X...>::type;
-  using C = typename Op::template compute<operand_element<base, X>...>;
-  using R = typename Op::template result<operand_element<base, X>...>;
-  std::tuple<operand_element<base, X>...> held{hold_scalar<operand_element<base, X>>(x)...};
-  if (const shape* common = common_contiguous_shape(x...)) {
-    tensor<R> out(*common);
-    std::apply(
-        [&](const auto&... h) {
-          elementwise_flat<R, C>(op, out.numel(), out.data(), make_flat_operand(x, h)...);
-          record(op, out, as_recorded_operand(x, h)...);
-        },
-        held);
-    return out;
+  require_rule_of_compiled_library<Op>();
+  if constexpr (any_symbolic<X...>) {
+    return symbolic_map(op, x...);
+  } else {
+    using base = typename tensors_promoted<X...>::type;
+    return eager_map(op, as_map_operand<base>(x)...);
   }
-  shape out_shape = broadcast_all<Op>(x...);
-  tensor<R> out(out_shape);
-  std::apply(
-      [&](const auto&... h) {
-        elementwise<R, C>(op, out_shape, out.data(), contiguous_strides(out_shape), make_operand(x, h, out_shape)...);
-        // Scalars are recorded as converted (one node type per op, not one
-        // per C++ scalar type the caller happened to write).
-        record(op, out, as_recorded_operand(x, h)...);
-      },
-      held);
-  return out;
 }
 
 }  // namespace detail

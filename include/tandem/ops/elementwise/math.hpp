@@ -16,7 +16,7 @@ struct abs_op : detail::same_type_rule {
   static constexpr const char* name = "abs";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::abs(x); }
   template <std::size_t I, class G, class Y, class X>
-  auto derivative(const G& g, const Y&, const X& x) const { return g * sign(x); }
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X& x) const { return g * sign(x); }
 };
 // -1, 0 or 1; NaN stays NaN and -0 stays -0. Its gradient is zero.
 struct sign_op : detail::same_type_rule {
@@ -26,77 +26,77 @@ struct sign_op : detail::same_type_rule {
     return detail::math::select(x > V(0), V(1), detail::math::select(x < V(0), V(-1), x));
   }
   template <std::size_t I, class G, class Y, class X>
-  auto derivative(const G& g, const Y&, const X&) const { return g * 0; }
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X&) const { return g * 0; }
 };
 struct square_op : detail::same_type_rule {
   static constexpr const char* name = "square";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return x * x; }
   template <std::size_t I, class G, class Y, class X>
-  auto derivative(const G& g, const Y&, const X& x) const { return g * x * 2; }
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X& x) const { return g * x * 2; }
 };
 struct exp_op : detail::floating_rule {
   static constexpr const char* name = "exp";
   static constexpr bool saves_inputs = false, saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::exp(x); }
   template <std::size_t I, class G, class Y, class X>
-  auto derivative(const G& g, const Y& y, const X&) const { return g * y; }
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y& y, const X&) const { return g * y; }
 };
 struct log_op : detail::floating_rule {
   static constexpr const char* name = "log";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::log(x); }
   template <std::size_t I, class G, class Y, class X>
-  auto derivative(const G& g, const Y&, const X& x) const { return g / x; }
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X& x) const { return g / x; }
 };
 struct log1p_op : detail::floating_rule {
   static constexpr const char* name = "log1p";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::log1p(x); }
   template <std::size_t I, class G, class Y, class X>
-  auto derivative(const G& g, const Y&, const X& x) const { return g / (x + 1); }
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X& x) const { return g / (x + 1); }
 };
 struct expm1_op : detail::floating_rule {
   static constexpr const char* name = "expm1";
   static constexpr bool saves_inputs = false, saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::expm1(x); }
   template <std::size_t I, class G, class Y, class X>
-  auto derivative(const G& g, const Y& y, const X&) const { return g * (y + 1); }
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y& y, const X&) const { return g * (y + 1); }
 };
 struct sqrt_op : detail::floating_rule {
   static constexpr const char* name = "sqrt";
   static constexpr bool saves_inputs = false, saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::sqrt(x); }
   template <std::size_t I, class G, class Y, class X>
-  auto derivative(const G& g, const Y& y, const X&) const { return g * 0.5 / y; }
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y& y, const X&) const { return g * 0.5 / y; }
 };
 struct rsqrt_op : detail::floating_rule {
   static constexpr const char* name = "rsqrt";
   static constexpr bool saves_inputs = false, saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return V(1) / detail::math::sqrt(x); }
   template <std::size_t I, class G, class Y, class X>
-  auto derivative(const G& g, const Y& y, const X&) const { return g * y * y * y * -0.5; }
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y& y, const X&) const { return g * y * y * y * -0.5; }
 };
 struct sin_op : detail::floating_rule {
   static constexpr const char* name = "sin";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::sin(x); }
   template <std::size_t I, class G, class Y, class X>
-  auto derivative(const G& g, const Y&, const X& x) const { return g * cos(x); }
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X& x) const { return g * cos(x); }
 };
 struct cos_op : detail::floating_rule {
   static constexpr const char* name = "cos";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::cos(x); }
   template <std::size_t I, class G, class Y, class X>
-  auto derivative(const G& g, const Y&, const X& x) const { return -(g * sin(x)); }
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X& x) const { return -(g * sin(x)); }
 };
 struct erf_op : detail::floating_rule {
   static constexpr const char* name = "erf";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::erf(x); }
   template <std::size_t I, class G, class Y, class X>
-  auto derivative(const G& g, const Y&, const X& x) const { return g * exp(-square(x)) * std::numbers::inv_sqrtpi * 2; }
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X& x) const { return g * exp(-square(x)) * std::numbers::inv_sqrtpi * 2; }
 };
 struct erfc_op : detail::floating_rule {
   static constexpr const char* name = "erfc";
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::erfc(x); }
   template <std::size_t I, class G, class Y, class X>
-  auto derivative(const G& g, const Y&, const X& x) const { return g * exp(-square(x)) * (-std::numbers::inv_sqrtpi * 2); }
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X& x) const { return g * exp(-square(x)) * (-std::numbers::inv_sqrtpi * 2); }
 };
 struct isnan_op : detail::predicate_rule {
   static constexpr const char* name = "isnan";

@@ -1,0 +1,6 @@
+// The compiled library's double ops (their eager entry points and kernels): the
+// one place they are instantiated for every translation unit that links
+// tandem::compiled.
+#include "tandem/tandem.hpp"
+
+TANDEM_COMPILED_EAGER_OPS(double)
