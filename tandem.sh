@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The quick start. `./tandem.sh demo` and `./tandem.sh test` install what is
 # missing (Debian packages), configure, build, and run the main demo or the
-# whole test suite; any failure exits non-zero.
+# whole test suite; `./tandem.sh sanitize` runs the suite under ASan and
+# UBSan. Any failure exits non-zero.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -40,8 +41,14 @@ case "${1:-}" in
     cmake --build --preset release -j "$jobs"
     ctest --preset release -j "$jobs"
     ;;
+  sanitize)
+    install_missing
+    cmake --preset sanitize >/dev/null
+    cmake --build --preset sanitize -j "$jobs"
+    ctest --preset sanitize -j "$jobs"
+    ;;
   *)
-    echo "usage: ./tandem.sh demo | test" >&2
+    echo "usage: ./tandem.sh demo | test | sanitize" >&2
     exit 2
     ;;
 esac
