@@ -12,11 +12,11 @@
 
 #include <tandem/tandem.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <utility>
 #include <vector>
 
 namespace {
@@ -57,7 +57,7 @@ float time_ms(Launch launch, int reps = 21) {
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
-  float times[64];
+  std::vector<float> times(reps);
   for (int r = 0; r < reps; ++r) {
     cudaEventRecord(start);
     launch();
@@ -66,9 +66,7 @@ float time_ms(Launch launch, int reps = 21) {
     cudaEventElapsedTime(&times[r], start, stop);
   }
   check(cudaGetLastError(), "launch");
-  for (int i = 0; i < reps; ++i)
-    for (int j = i + 1; j < reps; ++j)
-      if (times[j] < times[i]) std::swap(times[i], times[j]);
+  std::nth_element(times.begin(), times.begin() + reps / 2, times.end());
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   return times[reps / 2];
