@@ -13,6 +13,7 @@
 //   ./tandem.sh demo --mode graph          # one mode (eager or graph)
 //   ./tandem.sh demo --data /path/to/dir   # the four IDX files, raw or .gz
 //   ./tandem.sh demo --quick               # what ctest runs: 1 epoch on 3000 images
+#include <tandem/io.hpp>
 #include <tandem/tandem.hpp>
 
 #include "fashion_models.hpp"

@@ -1,5 +1,6 @@
 #pragma once
-// The one include for users.
+// The one include for users, less file I/O: IDX datasets and checkpoints
+// are in tandem/io.hpp.
 
 #include "tandem/autograd/functional.hpp"
 #include "tandem/autograd/grad_mode.hpp"
@@ -13,14 +14,12 @@
 #include "tandem/core/shape.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/data/batches.hpp"
-#include "tandem/data/idx.hpp"
 #include "tandem/graph/mode.hpp"
 #include "tandem/graph/ops.hpp"
 #include "tandem/graph/repeat.hpp"
 #include "tandem/graph/static_graph.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 #include "tandem/nn/activation.hpp"
-#include "tandem/nn/checkpoint.hpp"
 #include "tandem/nn/conv.hpp"
 #include "tandem/nn/dropout.hpp"
 #include "tandem/nn/embedding.hpp"

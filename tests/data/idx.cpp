@@ -11,6 +11,7 @@
 #include <set>
 
 #include "support/check.hpp"
+#include "tandem/io.hpp"
 #include "tandem/tandem.hpp"
 
 using namespace tandem;

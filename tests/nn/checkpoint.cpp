@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "support/check.hpp"
-#include "tandem/nn/checkpoint.hpp"
+#include "tandem/io.hpp"
 #include "tandem/tandem.hpp"
 
 using namespace tandem;
@@ -48,6 +48,25 @@ void reseal(std::vector<std::uint8_t>& bytes) {
   auto crc = static_cast<std::uint32_t>(crc32(crc32(0L, Z_NULL, 0), bytes.data(), static_cast<uInt>(bytes.size() - 4)));
   for (int b = 0; b < 4; ++b) bytes[bytes.size() - 4 + static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(crc >> (8 * b));
 }
+
+}  // namespace
+
+// The checksum is zlib's CRC-32 (the format says so), here without zlib.
+TEST_CASE("checkpoint checksum: CRC-32 as zlib computes it, on lengths around the 8-byte steps") {
+  const char* check = "123456789";
+  CHECK(tandem::detail::crc32(reinterpret_cast<const std::uint8_t*>(check), 9) == 0xCBF43926u);
+  std::vector<std::uint8_t> bytes(100003);
+  std::uint32_t state = 1;
+  for (auto& b : bytes) b = static_cast<std::uint8_t>((state = state * 1664525u + 1013904223u) >> 24);
+  for (std::size_t n : {0, 1, 7, 8, 9, 17, 1000, 100003}) {
+    auto expected = static_cast<std::uint32_t>(crc32(crc32(0L, Z_NULL, 0), bytes.data(), static_cast<uInt>(n)));
+    CHECK(tandem::detail::crc32(bytes.data(), n) == expected);
+    // Continued over two pieces, as over one.
+    CHECK(tandem::detail::crc32(bytes.data() + n / 3, n - n / 3, tandem::detail::crc32(bytes.data(), n / 3)) == expected);
+  }
+}
+
+namespace {
 
 void train_steps(small_net& net, nn::optimizer& opt, int steps) {
   tensor<float> x = test::random_tensor<float>({4, 2}, -1, 1, 9);

@@ -2,14 +2,20 @@
 // IDX files, the format of MNIST and Fashion-MNIST: two zero bytes, a type
 // byte, the number of axes, each extent as a big-endian 32-bit integer, then
 // the elements, big-endian, row-major. Files may be gzip-compressed (read
-// through zlib, which passes plain files through unchanged). Everything is
+// through zlib, which passes plain files through unchanged) where tandem
+// has zlib; without it (TANDEM_NO_ZLIB, which CMake defines when it finds
+// no zlib) plain files read the same and a compressed one throws io_error
+// saying so. Everything is
 // checked before it is trusted: the magic, the type, the rank, the extents
 // (their product may not overflow), and that the data is exactly as long as
 // the header says. A bad file throws io_error naming the file and the fault.
 
+#if !defined(TANDEM_NO_ZLIB)
 #include <zlib.h>
+#endif
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -38,14 +44,15 @@ inline std::size_t idx_type_size(std::uint8_t type) {
 // The largest file tandem reads: 16 GiB of elements.
 inline constexpr std::uint64_t idx_max_bytes = std::uint64_t{1} << 34;
 
-class gz_reader {
+#if !defined(TANDEM_NO_ZLIB)
+class idx_reader {
  public:
-  explicit gz_reader(const std::string& path) : path_(path), file_(gzopen(path.c_str(), "rb")) {
+  explicit idx_reader(const std::string& path) : path_(path), file_(gzopen(path.c_str(), "rb")) {
     if (!file_) throw io_error("tandem::data::read_idx: cannot open '" + path + "'");
   }
-  gz_reader(const gz_reader&) = delete;
-  gz_reader& operator=(const gz_reader&) = delete;
-  ~gz_reader() { gzclose(file_); }
+  idx_reader(const idx_reader&) = delete;
+  idx_reader& operator=(const idx_reader&) = delete;
+  ~idx_reader() { gzclose(file_); }
 
   // Reads up to n bytes; returns how many were read.
   std::size_t read(void* into, std::size_t n) {
@@ -72,6 +79,39 @@ class gz_reader {
   std::string path_;
   gzFile file_;
 };
+#else
+class idx_reader {
+ public:
+  explicit idx_reader(const std::string& path) : path_(path), file_(std::fopen(path.c_str(), "rb")) {
+    if (!file_) throw io_error("tandem::data::read_idx: cannot open '" + path + "'");
+    unsigned char magic[2] = {0, 0};
+    std::size_t got = std::fread(magic, 1, 2, file_);
+    if (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+      std::fclose(file_);
+      throw io_error("tandem::data::read_idx: '" + path +
+                     "' is gzip-compressed, and this build of tandem has no zlib (TANDEM_NO_ZLIB): "
+                     "decompress it, or install zlib and reconfigure");
+    }
+    std::rewind(file_);
+  }
+  idx_reader(const idx_reader&) = delete;
+  idx_reader& operator=(const idx_reader&) = delete;
+  ~idx_reader() { std::fclose(file_); }
+
+  std::size_t read(void* into, std::size_t n) {
+    std::size_t got = std::fread(into, 1, n, file_);
+    if (got < n && std::ferror(file_)) throw io_error("tandem::data::read_idx: cannot read '" + path_ + "'");
+    return got;
+  }
+  void exactly(void* into, std::size_t n, const char* what) {
+    if (read(into, n) != n) throw io_error("tandem::data::read_idx: '" + path_ + "' ends inside its " + what);
+  }
+
+ private:
+  std::string path_;
+  std::FILE* file_;
+};
+#endif
 
 }  // namespace detail
 
@@ -120,7 +160,7 @@ struct idx_file {
 };
 
 inline idx_file read_idx(const std::string& path) {
-  detail::gz_reader in(path);
+  detail::idx_reader in(path);
   std::uint8_t magic[4];
   in.exactly(magic, 4, "header");
   auto fail = [&](const std::string& why) { return io_error("tandem::data::read_idx: '" + path + "' " + why); };

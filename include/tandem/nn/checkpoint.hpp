@@ -9,8 +9,6 @@
 // corrupted, oversized or mismatched file throws io_error (or shape_error /
 // value_error for a mismatch) and leaves the model and optimizer untouched.
 
-#include <zlib.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +23,7 @@
 #include "tandem/autograd/grad_mode.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/tensor.hpp"
+#include "tandem/detail/crc32.hpp"
 #include "tandem/nn/module.hpp"
 #include "tandem/nn/optimizer.hpp"
 
@@ -101,17 +100,6 @@ class byte_reader {
   std::string path_;
 };
 
-inline std::uint32_t crc_of(const std::uint8_t* data, std::size_t n) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  while (n > 0) {
-    auto chunk = static_cast<uInt>(std::min<std::size_t>(n, 1u << 30));
-    crc = crc32(crc, data, chunk);
-    data += chunk;
-    n -= chunk;
-  }
-  return static_cast<std::uint32_t>(crc);
-}
-
 // What a checkpoint holds, by name: "model.<parameter or buffer>",
 // "optimizer.<parameter>.<state>", and the optimizer's scalars.
 using stored_tensor = std::variant<tensor<float>, tensor<double>>;
@@ -182,7 +170,7 @@ inline void save(const std::filesystem::path& path, const module_base& model, co
   file.put_bytes(header.bytes.data(), header.bytes.size());
   file.put<std::uint64_t>(data.bytes.size());
   file.put_bytes(data.bytes.data(), data.bytes.size());
-  file.put<std::uint32_t>(detail::crc_of(file.bytes.data(), file.bytes.size()));
+  file.put<std::uint32_t>(tandem::detail::crc32(file.bytes.data(), file.bytes.size()));
   detail::write_file_atomically(path, file.bytes);
 }
 
@@ -203,7 +191,7 @@ inline void load(const std::filesystem::path& path, module_base& model, optimize
     throw fail("is not a tandem checkpoint");
   std::uint32_t stored_crc = 0;
   for (int b = 0; b < 4; ++b) stored_crc |= std::uint32_t{bytes[bytes.size() - 4 + static_cast<std::size_t>(b)]} << (8 * b);
-  if (detail::crc_of(bytes.data(), bytes.size() - 4) != stored_crc)
+  if (tandem::detail::crc32(bytes.data(), bytes.size() - 4) != stored_crc)
     throw fail("is corrupt or truncated (its checksum does not match)");
 
   detail::byte_reader in(bytes.data(), bytes.size() - 4, where);
