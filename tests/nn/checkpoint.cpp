@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "support/check.hpp"
+#include "tandem/detail/crc32.hpp"
 #include "tandem/io.hpp"
 #include "tandem/tandem.hpp"
 

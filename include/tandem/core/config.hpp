@@ -35,3 +35,21 @@
 #else
 #define TANDEM_FLATTEN
 #endif
+
+// Non-template functions that tandem::compiled compiles once (as spdlog's
+// compiled mode does): a header declares them and, header-only, includes
+// its `-inl.hpp` of definitions, where they are inline. Translation units
+// that link the library (TANDEM_COMPILED_LIBRARY) see the declarations
+// only, parsing and instantiating none of the bodies; the library's sources
+// (TANDEM_BUILDING_COMPILED_LIBRARY) include each `-inl.hpp` once, where
+// the functions are external.
+#if defined(TANDEM_COMPILED_LIBRARY) || defined(TANDEM_BUILDING_COMPILED_LIBRARY)
+#define TANDEM_HEADER_ONLY 0
+#else
+#define TANDEM_HEADER_ONLY 1
+#endif
+#if defined(TANDEM_BUILDING_COMPILED_LIBRARY)
+#define TANDEM_LIBRARY_FUNCTION
+#else
+#define TANDEM_LIBRARY_FUNCTION inline
+#endif

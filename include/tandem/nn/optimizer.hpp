@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "tandem/core/config.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/detail/math.hpp"
@@ -62,11 +63,7 @@ class optimizer {
   virtual ~optimizer() = default;
 
   // Updates every parameter that has a gradient (in `.grad`).
-  void step() {
-    step_with([](const auto& parameter) {
-      return parameter.has_grad() ? std::optional{parameter.grad()} : std::nullopt;
-    });
-  }
+  void step();
   // Updates every parameter from gradients kept elsewhere:
   // `gradient_of(parameter)` returns its gradient as a std::optional, empty
   // where there is none. A fused training step hands over its graph's
@@ -80,10 +77,7 @@ class optimizer {
       if (auto g = gradient_of(p.value)) update(p, *g);
   }
 
-  void zero_grad() {
-    for (auto& p : floats_) p.value.zero_grad();
-    for (auto& p : doubles_) p.value.zero_grad();
-  }
+  void zero_grad();
   double learning_rate() const { return learning_rate_; }
   void set_learning_rate(double lr) {
     if (!(lr >= 0)) throw value_error("tandem::nn::optimizer: the learning rate must not be negative");
@@ -95,39 +89,11 @@ class optimizer {
   // "<parameter>.<state>" (momentum, exp_avg, exp_avg_sq), and
   // "steps_and_learning_rate". The tensors are handles: loading writes
   // into them, then restored_from_state() reads the scalars back.
-  std::vector<std::pair<std::string, std::variant<tensor<float>, tensor<double>>>> state() const {
-    std::vector<std::pair<std::string, std::variant<tensor<float>, tensor<double>>>> out;
-    auto add = [&](const auto& slots) {
-      for (const auto& p : slots)
-        for (std::size_t k = 0; k < p.state.size(); ++k) out.emplace_back(p.name + "." + state_names_[k], p.state[k]);
-    };
-    add(floats_);
-    add(doubles_);
-    scalars_.data()[0] = static_cast<double>(steps_);
-    scalars_.data()[1] = learning_rate_;
-    out.emplace_back("steps_and_learning_rate", scalars_);
-    return out;
-  }
-  void restored_from_state() {
-    steps_ = static_cast<std::int64_t>(scalars_.data()[0]);
-    set_learning_rate(scalars_.data()[1]);
-  }
+  std::vector<std::pair<std::string, std::variant<tensor<float>, tensor<double>>>> state() const;
+  void restored_from_state();
 
  protected:
-  optimizer(const std::vector<named_tensor>& parameters, double lr, std::vector<std::string> state_names)
-      : state_names_(std::move(state_names)) {
-    set_learning_rate(lr);
-    for (const auto& p : parameters)
-      std::visit(
-          [&](const auto& t) {
-            using T = typename std::decay_t<decltype(t)>::value_type;
-            detail::slot_state<T> s{p.name, t, {}};
-            for (std::size_t k = 0; k < state_names_.size(); ++k) s.state.push_back(zeros<T>(t.shape()));
-            if constexpr (std::is_same_v<T, float>) floats_.push_back(std::move(s));
-            else doubles_.push_back(std::move(s));
-          },
-          p.value);
-  }
+  optimizer(const std::vector<named_tensor>& parameters, double lr, std::vector<std::string> state_names);
 
   // One parameter's update in a step (steps() already counts the step).
   virtual void update(detail::slot_state<float>& p, const tensor<float>& grad) = 0;
@@ -140,7 +106,7 @@ class optimizer {
 
  private:
   std::vector<std::string> state_names_;
-  mutable tensor<double> scalars_ = zeros<double>({2});
+  mutable tensor<double> scalars_;
 };
 
 struct sgd_options {
@@ -155,19 +121,12 @@ struct sgd_options {
 // the first step); g = nesterov ? g + momentum * b : b; p -= lr * g.
 class sgd : public optimizer {
  public:
-  sgd(const std::vector<named_tensor>& parameters, const sgd_options& options)
-      : optimizer(parameters, options.lr, options.momentum != 0 ? std::vector<std::string>{"momentum"} : std::vector<std::string>{}),
-        options_(options) {
-    if (options.momentum < 0 || options.weight_decay < 0)
-      throw value_error("tandem::nn::sgd: momentum and weight decay must not be negative");
-    if (options.nesterov && (options.momentum <= 0 || options.dampening != 0))
-      throw value_error("tandem::nn::sgd: Nesterov momentum needs a positive momentum and no dampening");
-  }
+  sgd(const std::vector<named_tensor>& parameters, const sgd_options& options);
 
 
  protected:
-  void update(detail::slot_state<float>& p, const tensor<float>& grad) override { update_slot(p, grad); }
-  void update(detail::slot_state<double>& p, const tensor<double>& grad) override { update_slot(p, grad); }
+  void update(detail::slot_state<float>& p, const tensor<float>& grad) override;
+  void update(detail::slot_state<double>& p, const tensor<double>& grad) override;
 
  private:
   template <class T>
@@ -223,16 +182,10 @@ class adam : public optimizer {
 
 
  protected:
-  void update(detail::slot_state<float>& p, const tensor<float>& grad) override { update_slot(p, grad); }
-  void update(detail::slot_state<double>& p, const tensor<double>& grad) override { update_slot(p, grad); }
+  void update(detail::slot_state<float>& p, const tensor<float>& grad) override;
+  void update(detail::slot_state<double>& p, const tensor<double>& grad) override;
 
-  adam(const std::vector<named_tensor>& parameters, const adam_options& options, bool decoupled)
-      : optimizer(parameters, options.lr, {"exp_avg", "exp_avg_sq"}), options_(options), decoupled_(decoupled) {
-    if (options.beta1 < 0 || options.beta1 >= 1 || options.beta2 < 0 || options.beta2 >= 1)
-      throw value_error("tandem::nn::adam: beta1 and beta2 must lie in [0, 1)");
-    if (!(options.eps > 0) || options.weight_decay < 0)
-      throw value_error("tandem::nn::adam: eps must be positive and weight decay not negative");
-  }
+  adam(const std::vector<named_tensor>& parameters, const adam_options& options, bool decoupled);
 
  private:
   template <class T>
@@ -314,3 +267,7 @@ class cosine_schedule {
 };
 
 }  // namespace tandem::nn
+
+#if TANDEM_HEADER_ONLY
+#include "tandem/nn/optimizer-inl.hpp"
+#endif
