@@ -118,8 +118,6 @@ TANDEM_ALWAYS_INLINE std::tuple<const In*...> row_start(const std::tuple<const I
 }
 
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
-// Full batches for unit output stride and input strides of 0 or 1; returns
-// how many elements it wrote.
 template <class C, class B>
 TANDEM_ALWAYS_INLINE void put_batch(C* out, std::int64_t at, const B& value) {
   simd::store(out + at, value);
@@ -129,19 +127,24 @@ TANDEM_ALWAYS_INLINE void put_batch(const output_set<C, M>& out, std::int64_t at
   for (std::size_t k = 0; k < M; ++k) simd::store(out.data[k] + at, value[k]);
 }
 
+// Full batches for unit output stride and input strides of 0 or 1; returns
+// how many elements it wrote. One loop serves both strides, so that a fused
+// group's body is generated once here: an operand broadcast along the row
+// is read from a batch of its value, by a pointer that does not move.
 template <class C, class Op, class Out, class... In, std::size_t... K>
 TANDEM_ALWAYS_INLINE std::int64_t simd_row(const Op& op, std::int64_t n, Out out, const std::tuple<const In*...>& in,
                                            const std::array<std::int64_t, sizeof...(In)>& stride,
                                            std::index_sequence<K...>) {
   using batch = simd::batch<C>;
   constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
+  alignas(64) std::array<std::array<C, batch::size>, sizeof...(In)> splats;
+  std::array<const C*, sizeof...(In)> at{(stride[K] == 1 ? std::get<K>(in) : splats[K].data())...};
+  const std::array<std::int64_t, sizeof...(In)> step{(stride[K] == 1 ? w : 0)...};
+  ((stride[K] == 1 ? void() : splats[K].fill(*std::get<K>(in))), ...);
   std::int64_t i = 0;
-  if (((stride[K] == 1) && ...)) {
-    for (; i + w <= n; i += w) put_batch(out, i, op(simd::load(std::get<K>(in) + i)...));
-  } else {
-    std::array<batch, sizeof...(In)> splats{simd::splat(*std::get<K>(in))...};
-    for (; i + w <= n; i += w)
-      put_batch(out, i, op((stride[K] == 1 ? simd::load(std::get<K>(in) + i) : splats[K])...));
+  for (; i + w <= n; i += w) {
+    put_batch(out, i, op(simd::load(at[K])...));
+    ((at[K] += step[K]), ...);
   }
   return i;
 }
@@ -160,24 +163,6 @@ template <class C, std::size_t M, class B>
 TANDEM_ALWAYS_INLINE void put_lanes(const output_set<C, M>& out, std::int64_t at, std::int64_t stride, std::int64_t m,
                                     const std::array<B, M>& value) {
   for (std::size_t k = 0; k < M; ++k) put_lanes(out.data[k], at, stride, m, value[k]);
-}
-
-// The last, short batch of a row whose strides are all 0 or 1: each operand
-// is copied into lanes (padded with its first element, as gathered_row
-// pads) rather than gathered lane by lane.
-template <class C, class Op, class Out, class... In, std::size_t... K>
-TANDEM_ALWAYS_INLINE void short_batch(const Op& op, std::int64_t m, Out out, const std::tuple<const In*...>& in,
-                                      const std::array<std::int64_t, sizeof...(In)>& stride, std::index_sequence<K...>) {
-  using batch = simd::batch<C>;
-  constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
-  alignas(64) std::array<std::array<C, batch::size>, sizeof...(In)> lanes;
-  auto fill = [&](C* lane, const C* from, std::int64_t s) {
-    std::int64_t copied = s == 0 ? 0 : m;
-    for (std::int64_t l = 0; l < copied; ++l) lane[l] = from[l];
-    for (std::int64_t l = copied; l < w; ++l) lane[l] = from[0];
-  };
-  (fill(lanes[K].data(), std::get<K>(in), stride[K]), ...);
-  put_lanes(out, 0, 1, m, op(simd::load(lanes[K].data())...));
 }
 
 template <class C, class Op, class Out, class... In, std::size_t... K>
@@ -207,9 +192,7 @@ TANDEM_ALWAYS_INLINE void row_body(const Op& op, std::int64_t n, Out out, std::i
     bool unit = out_stride == 1;
     for (auto s : stride) unit = unit && (s == 0 || s == 1);
     std::int64_t done = unit ? simd_row<C>(op, n, out, in, stride, seq) : 0;
-    if (unit && done < n)
-      short_batch<C>(op, n - done, shifted(out, done), advance(in, stride, done, seq), stride, seq);
-    else if (done < n)
+    if (done < n)
       gathered_row<C>(op, n - done, shifted(out, done * out_stride), out_stride, advance(in, stride, done, seq), stride,
                       seq);
     return;
