@@ -123,7 +123,6 @@ class sgd : public optimizer {
  public:
   sgd(const std::vector<named_tensor>& parameters, const sgd_options& options);
 
-
  protected:
   void update(detail::slot_state<float>& p, const tensor<float>& grad) override;
   void update(detail::slot_state<double>& p, const tensor<double>& grad) override;
