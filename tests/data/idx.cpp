@@ -157,6 +157,20 @@ TEST_CASE("an IDX file truncated at any position, or with any byte flipped, neve
   }
 }
 
+TEST_CASE("a gzip IDX file cut anywhere, its trailer (CRC-32 and length) included, is refused") {
+  auto compressed = [] {
+    std::ifstream in(write_gzip("whole.gz", small_images()), std::ios::binary);
+    return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
+  }();
+  REQUIRE(compressed.size() > 18);
+  CHECK(data::read_idx(write_raw("whole_copy.gz", compressed)).bytes.size() == 12);
+  for (std::size_t length = 0; length < compressed.size(); ++length) {
+    INFO("cut to " << length << " of " << compressed.size() << " bytes");
+    std::vector<std::uint8_t> prefix(compressed.begin(), compressed.begin() + static_cast<std::ptrdiff_t>(length));
+    CHECK_THROWS_AS(data::read_idx(write_raw("cut.gz", prefix)), io_error);
+  }
+}
+
 TEST_CASE("batches cover every example once per epoch, in a seeded order") {
   generator a(7), b(7);
   auto first = data::batches(10, 4, &a), again = data::batches(10, 4, &b);

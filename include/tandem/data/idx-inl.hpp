@@ -51,6 +51,15 @@ class idx_reader {
   void exactly(void* into, std::size_t n, const char* what) {
     if (read(into, n) != n) throw io_error("tandem::data::read_idx: '" + path_ + "' ends inside its " + what);
   }
+  // Once the data has been read to its end: zlib hands out the data of a
+  // compressed stream whose end is missing (the gzip trailer, with its
+  // CRC-32 and length) and says so only in its error state.
+  void require_complete() {
+    int code = Z_OK;
+    const char* message = gzerror(file_, &code);
+    if (code != Z_OK)
+      throw io_error("tandem::data::read_idx: '" + path_ + "' is truncated or corrupt (" + message + ")");
+  }
 
  private:
   std::string path_;
@@ -83,6 +92,8 @@ class idx_reader {
   void exactly(void* into, std::size_t n, const char* what) {
     if (read(into, n) != n) throw io_error("tandem::data::read_idx: '" + path_ + "' ends inside its " + what);
   }
+  // A plain file that read to its end is complete.
+  void require_complete() {}
 
  private:
   std::string path_;
@@ -125,6 +136,7 @@ TANDEM_LIBRARY_FUNCTION idx_file read_idx(const std::string& path) {
   }
   std::uint8_t extra;
   if (in.read(&extra, 1) != 0) throw fail("has data after the " + std::to_string(expected) + " bytes its header declares");
+  in.require_complete();
   return file;
 }
 
