@@ -141,13 +141,15 @@ def main():
     parser.add_argument("--csv", help="also write the rows here")
     parser.add_argument("--plot", help="plot compile time against graph size into this PNG (needs matplotlib)")
     parser.add_argument("--plot-from", help="plot the rows of a CSV this script wrote, compiling nothing")
+    parser.add_argument("--title", default="g++ 12 -O2: a jit graph of N ops + its grad",
+                        help="the plot's title (name the CPU and ISA the rows were measured on)")
     args = parser.parse_args()
 
     if args.plot_from:
         with open(args.plot_from) as f:
             next(f)
             rows = [(name, float(cpu), float(rss)) for name, cpu, rss in (line.rsplit(",", 2) for line in f)]
-        plot(rows, args.plot)
+        plot(rows, args.plot, args.title)
         return
 
     include = ["-I" + os.path.join(ROOT, "include")]
@@ -179,10 +181,10 @@ def main():
             for name, cpu, rss in rows:
                 f.write(f"{name},{cpu:.2f},{rss:.0f}\n")
     if args.plot:
-        plot(rows, args.plot)
+        plot(rows, args.plot, args.title)
 
 
-def plot(rows, path):
+def plot(rows, path, title):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -203,7 +205,7 @@ def plot(rows, path):
         axes.set_ylim(bottom=0)
         axes.grid(alpha=0.3)
     time_axes.legend()
-    figure.suptitle("g++ 12 -O2: a jit graph of N ops + its grad")
+    figure.suptitle(title)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
 
