@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -113,6 +114,27 @@ TEST_CASE("several threads may call one static graph at once") {
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) CHECK(ok[t] == 1);
   CHECK(f.statistics().misses == 4);
+}
+
+TEST_CASE("first calls racing with one signature keep one plan: one miss, every other call a hit") {
+  for (int round = 0; round < 20; ++round) {
+    auto f = jit([](auto x) { return x * 2 + 1; });
+    std::atomic<int> ready{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&] {
+        tensor<float> x = full<float>({64}, 1.0f);
+        ready.fetch_add(1);
+        while (ready.load() < 4) std::this_thread::yield();
+        for (int i = 0; i < 5; ++i) f(x);
+      });
+    for (auto& th : threads) th.join();
+    plan_statistics stats = f.statistics();
+    INFO("round " << round);
+    CHECK(stats.misses == 1);
+    CHECK(stats.hits == 19);
+    CHECK(stats.signatures.size() == 1);
+  }
 }
 
 TEST_CASE("shape errors found while planning name the op and the shapes") {

@@ -105,10 +105,18 @@ class plan_cache {
     hits_.fetch_add(1, std::memory_order_relaxed);
     return found->second;
   }
+  // After a call that found no plan. Calls racing with one new signature
+  // all find none; the first to get here keeps its plan and counts the
+  // miss, the others count as hits, so that misses are the signatures seen
+  // and hits + misses the calls.
   void insert(const signature& key, std::shared_ptr<const plan> p) {
     std::unique_lock lock(mutex_);
-    if (plans_.emplace(key, std::move(p)).second) order_.push_back(describe(key));
-    ++misses_;
+    if (plans_.emplace(key, std::move(p)).second) {
+      order_.push_back(describe(key));
+      ++misses_;
+    } else {
+      hits_.fetch_add(1, std::memory_order_relaxed);
+    }
   }
   plan_statistics statistics() const {
     std::shared_lock lock(mutex_);
