@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "tandem/core/config.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/graph/symbol.hpp"
 
@@ -64,18 +65,7 @@ class captured_gradients {
   // A captured value that eager ops computed from parameters while the
   // graph was traced (`sum(w * w)` of two tensors is one eager value) hands
   // its gradient on through the eager graph, to the parameters' `.grad`.
-  void continue_through_eager_graph() const {
-    for (const auto& [key, value] : captured_)
-      std::visit(
-          [&, key = key](const auto& t) {
-            using T = typename std::decay_t<decltype(t)>::value_type;
-            if constexpr (std::is_floating_point_v<T>) {
-              if (t.is_leaf() || !t.requires_grad()) return;
-              if (const any_tensor* g = run_->gradient(key)) t.backward(std::get<tensor<T>>(*g));
-            }
-          },
-          value);
-  }
+  void continue_through_eager_graph() const;
 
   template <class T>
   std::optional<tensor<T>> of(const tensor<T>& t) const {
@@ -99,3 +89,7 @@ class captured_gradients {
 };
 
 }  // namespace tandem::detail
+
+#if TANDEM_HEADER_ONLY
+#include "tandem/graph/run-inl.hpp"
+#endif
