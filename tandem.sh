@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-packages=(cmake g++ make libboost-dev libxsimd-dev doctest-dev libbenchmark-dev zlib1g-dev dataset-fashion-mnist)
+packages=(cmake g++ make libxsimd-dev doctest-dev libbenchmark-dev zlib1g-dev dataset-fashion-mnist)
 
 install_missing() {
   local missing=()

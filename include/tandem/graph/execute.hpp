@@ -93,8 +93,7 @@ class executor final : public graph_run {
   template <class T>
   static constexpr bool takes_gradients = [] {
     bool found = false;
-    hana::for_each(classes_of<Root>::value, [&](auto c) {
-      using C = typename decltype(c)::type;
+    for_each_type<all_classes<Root>>([&]<class C>(std::type_identity<C>) {
       if constexpr (!std::is_void_v<value_of_t<C>>) found = found || std::is_same_v<value_of_t<C>, T>;
     });
     return found && std::is_floating_point_v<T>;
@@ -181,14 +180,12 @@ class executor final : public graph_run {
 
   template <class R>
   struct group_operands {
-    using kernel = group_kernel<Root, R>;
-    template <class P, std::size_t K>
-    static auto child_of(slot<P, K>) -> std::tuple_element_t<K, typename node_traits<P>::children>;
-    template <class... L, class... S>
-    static auto make(hana::tuple<L...>, hana::tuple<S...>)
-        -> std::tuple<tensor<value_of_t<typename L::type>>...,
-                      tensor<value_of_t<decltype(child_of(typename S::type{}))>>...>;
-    using tensors = decltype(make(typename kernel::pure_list{}, typename kernel::tensor_list{}));
+    using layout = group_layout<Root, R>;
+    template <std::size_t... P, std::size_t... T>
+    static auto make(std::index_sequence<P...>, std::index_sequence<T...>)
+        -> std::tuple<tensor<value_of_t<typename layout::template pure_leaf<P>>>...,
+                      tensor<value_of_t<typename layout::template tensor_leaf<T>>>...>;
+    using tensors = decltype(make(std::make_index_sequence<layout::n_pure>{}, std::make_index_sequence<layout::n_tensors>{}));
   };
 
   // A matmul whose group runs as its epilogue: its operands, bound in place
@@ -215,7 +212,7 @@ class executor final : public graph_run {
                   Product& product) {
     [&]<std::size_t... K>(std::index_sequence<K...>) {
       (bind_slot<Skip, P, K>(operand_at<K>(p.node().children), kernel, operands, keys, product), ...);
-    }(std::make_index_sequence<std::tuple_size_v<typename node_traits<P>::children>>{});
+    }(std::make_index_sequence<arity_v<P>>{});
   }
 
   template <std::size_t Skip, class P, std::size_t K, class C, class Kernel, class Operands, class Product>
@@ -224,10 +221,11 @@ class executor final : public graph_run {
     if constexpr (fused_into_parent<Root, C>()) {
       if constexpr (!is_pure<C>) bind_group<Skip>(c, kernel, operands, keys, product);
     } else if constexpr (node_traits<C>::is_constant) {
-      kernel.constants[index_in<typename Kernel::constant_list, slot<P, K>>()] =
-          static_cast<typename Kernel::compute_type>(c.node().value);
+      constexpr std::size_t s = Kernel::layout::template slot_of_class<P, K>;
+      kernel.constants[Kernel::layout::table.position[s]] = static_cast<typename Kernel::compute_type>(c.node().value);
     } else if constexpr (!is_pure<C>) {
-      constexpr std::size_t at = Kernel::n_pure + index_in<typename Kernel::tensor_list, slot<P, K>>();
+      constexpr std::size_t s = Kernel::layout::template slot_of_class<P, K>;
+      constexpr std::size_t at = Kernel::n_pure + Kernel::layout::table.position[s];
       keys[at] = key_of(c);
       if constexpr (at == Skip) {
         product.a = value(operand_at<0>(c.node().children));
@@ -251,7 +249,7 @@ class executor final : public graph_run {
     keys.assign(Kernel::n_operands, nullptr);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       auto one = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) {
-        using L = type_at<typename Kernel::pure_list, J>;
+        using L = typename Kernel::layout::template pure_leaf<J>;
         std::get<J>(operands) = value(sym<L>{});
         keys[J] = key_of(sym<L>{});
       };
@@ -272,7 +270,7 @@ class executor final : public graph_run {
     std::vector<const void*> keys;
     shape out_shape;
     std::optional<tensor<T>> done;
-    constexpr std::size_t product_slot = kernel_type::leaves::product;
+    constexpr std::size_t product_slot = kernel_type::layout::product;
     if constexpr (product_slot != no_product) {
       constexpr std::size_t at = kernel_type::n_pure + product_slot;
       product_operands<value_of_t_tensor<std::tuple_element_t<at, decltype(operands)>>> product;

@@ -4,7 +4,7 @@
 // its leaves on registers, and whose `adjoints` runs the group's derivative
 // rules backwards on the same registers. The CPU runs it with the one
 // elementwise loop; a CUDA kernel can run it per element (it is annotated
-// for host and device and holds no Hana types).
+// for host and device, and its layout is constexpr tables: group.hpp).
 
 #include <array>
 #include <cstddef>
@@ -12,19 +12,16 @@
 #include <utility>
 
 #include "tandem/autograd/derivative.hpp"
+#include "tandem/graph/group.hpp"
 #include "tandem/graph/lane.hpp"
-#include "tandem/graph/structure.hpp"
 
 namespace tandem::detail {
-
-template <class List, std::size_t I>
-using type_at = typename decltype(+hana::at_c<I>(List{}))::type;
 
 // Whether the op of class P has a derivative rule for values of type V.
 template <class P, class V>
 inline constexpr bool differentiable_v = []<class... C>(std::tuple<C...>*) {
   return has_derivative_rule<typename node_traits<P>::op, fused::lane<V>, std::conditional_t<true, fused::lane<V>, C>...>;
-}(static_cast<typename node_traits<P>::children*>(nullptr));
+}(static_cast<children_of<P>*>(nullptr));
 
 template <class V, std::size_t N>
 struct value_with_adjoints {
@@ -34,24 +31,20 @@ struct value_with_adjoints {
 
 template <class Root, class R>
 struct group_kernel {
-  using leaves = group_leaves<Root, R>;
-  using classes_list = std::remove_const_t<decltype(leaves::classes)>;
-  using pure_list = std::remove_const_t<decltype(leaves::pure)>;
-  using constant_list = std::remove_const_t<decltype(leaves::constants)>;
-  using tensor_list = std::remove_const_t<decltype(leaves::tensors)>;
+  using layout = group_layout<Root, R>;
   using compute_type = typename R::compute_type;
   // Shape errors of the group name the op at its root.
   static constexpr const char* name = node_traits<R>::op::name;
   static constexpr bool flatten = true;
 
-  static constexpr std::size_t n_classes = decltype(hana::length(leaves::classes))::value;
-  static constexpr std::size_t n_pure = decltype(hana::length(leaves::pure))::value;
-  static constexpr std::size_t n_constants = decltype(hana::length(leaves::constants))::value;
-  static constexpr std::size_t n_operands = n_pure + decltype(hana::length(leaves::tensors))::value;
+  static constexpr std::size_t n_classes = layout::n_classes;
+  static constexpr std::size_t n_pure = layout::n_pure;
+  static constexpr std::size_t n_constants = layout::n_constants;
+  static constexpr std::size_t n_operands = layout::n_operands;
   static constexpr bool vectorizable = [] {
     bool all = true;
-    hana::for_each(leaves::classes,
-                   [&](auto c) { all = all && fused::vectorizable<typename node_traits<typename decltype(c)::type>::op>(); });
+    for_each_type<typename layout::classes>(
+        [&]<class P>(std::type_identity<P>) { all = all && fused::vectorizable<typename node_traits<P>::op>(); });
     return all;
   }();
 
@@ -59,10 +52,8 @@ struct group_kernel {
   // its group can run forward but cannot send a gradient back.
   static constexpr const char* non_differentiable = [] {
     const char* found = nullptr;
-    hana::for_each(leaves::classes, [&](auto c) {
-      using P = typename decltype(c)::type;
-      if (!found && std::is_floating_point_v<typename P::value_type> &&
-          !differentiable_v<P, typename R::compute_type>)
+    for_each_type<typename layout::classes>([&]<class P>(std::type_identity<P>) {
+      if (!found && std::is_floating_point_v<typename P::value_type> && !differentiable_v<P, compute_type>)
         found = node_traits<P>::op::name;
     });
     return found;
@@ -110,37 +101,37 @@ struct group_kernel {
   }
 
  private:
-  template <class P>
-  using children_of = typename node_traits<P>::children;
-
-  template <class P, std::size_t K, class V>
+  // The value read through operand slot K of the group's class I.
+  template <std::size_t I, std::size_t K, class V>
   TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE V read(const std::array<V, n_classes>& value,
                                                  const std::array<V, n_operands>& in) const {
-    using C = std::tuple_element_t<K, children_of<P>>;
-    if constexpr (fused_into_parent<Root, C>()) return value[index_in<classes_list, C>()];
-    else if constexpr (is_pure<C>) return in[index_in<pure_list, C>()];
-    else if constexpr (node_traits<C>::is_constant) return V(constants[index_in<constant_list, slot<P, K>>()]);
-    else return in[n_pure + index_in<tensor_list, slot<P, K>>()];
+    constexpr std::size_t s = layout::template slot_of<I, K>;
+    constexpr std::size_t at = layout::table.position[s];
+    constexpr leaf_kind kind = layout::table.kind[s];
+    if constexpr (kind == leaf_kind::fused) return value[at];
+    else if constexpr (kind == leaf_kind::pure) return in[at];
+    else if constexpr (kind == leaf_kind::constant) return V(constants[at]);
+    else return in[n_pure + at];
   }
 
   template <std::size_t I, class V>
   TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE V compute(const std::array<V, n_classes>& value,
                                                     const std::array<V, n_operands>& in) const {
-    using P = type_at<classes_list, I>;
+    using P = typename layout::template class_at<I>;
     return [&]<std::size_t... K>(std::index_sequence<K...>) TANDEM_INLINE_LAMBDA {
-      return fused::apply(typename node_traits<P>::op{}, read<P, K>(value, in)...);
-    }(std::make_index_sequence<std::tuple_size_v<children_of<P>>>{});
+      return fused::apply(typename node_traits<P>::op{}, read<I, K>(value, in)...);
+    }(std::make_index_sequence<arity_v<P>>{});
   }
 
   template <std::size_t I, class V>
   TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE void back(const std::array<V, n_classes>& value, std::array<V, n_classes>& adjoint,
                                                     std::array<V, n_operands>& result,
                                                     const std::array<V, n_operands>& in) const {
-    using P = type_at<classes_list, I>;
+    using P = typename layout::template class_at<I>;
     if constexpr (std::is_floating_point_v<typename P::value_type> && differentiable_v<P, compute_type>) {
       [&]<std::size_t... K>(std::index_sequence<K...>) TANDEM_INLINE_LAMBDA {
         (send<P, I, K>(value, adjoint, result, in), ...);
-      }(std::make_index_sequence<std::tuple_size_v<children_of<P>>>{});
+      }(std::make_index_sequence<arity_v<P>>{});
     }
   }
 
@@ -152,12 +143,15 @@ struct group_kernel {
     if constexpr (std::is_floating_point_v<typename C::value_type> && !node_traits<C>::is_constant) {
       auto contribution = [&]<std::size_t... J>(std::index_sequence<J...>) TANDEM_INLINE_LAMBDA {
         return apply_rule<K>(typename node_traits<P>::op{}, fused::lane<V>{adjoint[I]}, fused::lane<V>{value[I]},
-                             fused::lane<V>{read<P, J>(value, in)}...);
-      }(std::make_index_sequence<std::tuple_size_v<children_of<P>>>{});
+                             fused::lane<V>{read<I, J>(value, in)}...);
+      }(std::make_index_sequence<arity_v<P>>{});
       V g = fused::value_of<V>(contribution);
-      if constexpr (fused_into_parent<Root, C>()) adjoint[index_in<classes_list, C>()] += g;
-      else if constexpr (is_pure<C>) result[index_in<pure_list, C>()] += g;
-      else result[n_pure + index_in<tensor_list, slot<P, K>>()] += g;
+      constexpr std::size_t s = layout::template slot_of<I, K>;
+      constexpr std::size_t at = layout::table.position[s];
+      constexpr leaf_kind kind = layout::table.kind[s];
+      if constexpr (kind == leaf_kind::fused) adjoint[at] += g;
+      else if constexpr (kind == leaf_kind::pure) result[at] += g;
+      else result[n_pure + at] += g;
     }
   }
 };

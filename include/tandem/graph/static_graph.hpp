@@ -220,9 +220,8 @@ class static_graph {
   template <class Root>
   static constexpr bool has_captured() {
     bool any = false;
-    detail::hana::for_each(detail::classes_of<Root>::value, [&](auto c) {
-      any = any || detail::node_traits<typename decltype(c)::type>::is_captured;
-    });
+    detail::for_each_type<detail::all_classes<Root>>(
+        [&]<class C>(std::type_identity<C>) { any = any || detail::node_traits<C>::is_captured; });
     return any;
   }
 

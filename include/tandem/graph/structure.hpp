@@ -1,11 +1,14 @@
 #pragma once
-// The compile-time passes over a graph type (Boost.Hana stays in here):
+// The compile-time passes over a graph type:
 //
 //   classes       every distinct node type, children before parents;
 //   edges         how many (parent, operand slot) pairs name a class;
 //   materialized  the elementwise classes whose value gets a buffer;
-//   group         for a materialized class, the elementwise classes computed
-//                 in registers inside its one fused loop, and its leaves.
+//   readers       the first class reading each class.
+//
+// Each pass is one walk over the graph's edges into a constexpr table, so
+// the passes cost instantiations linear in the graph (group.hpp lays out a
+// group's registers and leaves the same way).
 //
 // An elementwise class is materialized when it is an output, when a
 // non-elementwise op reads it, when a parent computes in another type, or
@@ -14,22 +17,15 @@
 // scalars, so they are computed once per runtime instance, into a buffer.
 // Pure classes are computed once per group however often they are read.
 
-#include <boost/hana/append.hpp>
-#include <boost/hana/contains.hpp>
-#include <boost/hana/fold_left.hpp>
-#include <boost/hana/for_each.hpp>
-#include <boost/hana/length.hpp>
-#include <boost/hana/tuple.hpp>
-#include <boost/hana/type.hpp>
+#include <array>
 #include <cstddef>
 #include <tuple>
 #include <utility>
 
 #include "tandem/graph/symbol.hpp"
+#include "tandem/graph/type_list.hpp"
 
 namespace tandem::detail {
-
-namespace hana = boost::hana;
 
 // The root of a graph with several outputs.
 template <class... C>
@@ -58,25 +54,14 @@ using slot_child_t = typename slot_child<S>::type;
 inline constexpr std::size_t no_product = static_cast<std::size_t>(-1);
 
 template <class N>
-constexpr auto child_types() {
-  return []<class... C>(std::tuple<C...>*) { return hana::tuple_t<C...>; }(
-      static_cast<typename node_traits<N>::children*>(nullptr));
-}
+using children_of = typename node_traits<N>::children;
 
-template <class List, class T>
-constexpr auto append_new(List list, T t) {
-  if constexpr (decltype(hana::contains(list, t))::value) return list;
-  else return hana::append(list, t);
-}
+template <class N>
+inline constexpr std::size_t arity_v = std::tuple_size_v<children_of<N>>;
 
-// classes_of by a depth-first walk that threads the set of classes seen so
+// The classes by a depth-first walk that threads the set of classes seen so
 // far: a membership test is a base-class lookup, so the pass costs one
 // instantiation per edge of the graph, not one per path.
-template <class T>
-struct seen_tag {};
-template <class... T>
-struct seen_list : seen_tag<T>... {};
-
 template <class N, class Seen>
 struct postorder;
 
@@ -86,65 +71,43 @@ struct postorder_children {
 };
 template <class Seen, class C, class... Rest>
 struct postorder_children<Seen, C, Rest...> {
-  using after = typename std::conditional_t<std::is_base_of_v<seen_tag<C>, Seen>, std::type_identity<Seen>,
+  using after = typename std::conditional_t<list_contains<Seen, C>, std::type_identity<Seen>,
                                             postorder<C, Seen>>::type;
   using type = typename postorder_children<after, Rest...>::type;
-};
-
-template <class List, class N>
-struct append_class;
-template <class... T, class N>
-struct append_class<seen_list<T...>, N> {
-  using type = seen_list<T..., N>;
 };
 
 template <class N, class Seen>
 struct postorder {
   using walked = decltype([]<class... C>(std::tuple<C...>*) {
     return typename postorder_children<Seen, C...>::type{};
-  }(static_cast<typename node_traits<N>::children*>(nullptr)));
+  }(static_cast<children_of<N>*>(nullptr)));
   using type = typename append_class<walked, N>::type;
 };
 
+// Every distinct node type of the graph, children before parents, the root
+// last.
 template <class N>
-struct classes_of {
-  static constexpr auto value = []<class... T>(seen_list<T...>*) {
-    return hana::tuple_t<T...>;
-  }(static_cast<typename postorder<N, seen_list<>>::type*>(nullptr));
-};
-
-template <class List, class T>
-inline constexpr std::size_t index_in_v = []<class... E>(hana::tuple<E...>*) {
-  std::size_t i = 0, found = sizeof...(E);
-  ((found = std::is_same_v<typename E::type, T> ? i : found, ++i), ...);
-  return found;
-}(static_cast<List*>(nullptr));
-
-template <class List, class T>
-constexpr std::size_t index_in() {
-  static_assert(index_in_v<List, T> < decltype(hana::length(List{}))::value, "tandem internal: class not in list");
-  return index_in_v<List, T>;
-}
+using all_classes = typename postorder<N, seen_list<>>::type;
 
 template <class N>
 using value_of_t = typename N::value_type;
-
-template <class N>
-using all_classes = typename postorder<N, seen_list<>>::type;
 
 // How many operand slots of P name C.
 template <class P, class C>
 inline constexpr std::size_t slots_naming = []<class... K>(std::tuple<K...>*) {
   return (std::size_t{0} + ... + std::size_t{std::is_same_v<K, C>});
-}(static_cast<typename node_traits<P>::children*>(nullptr));
+}(static_cast<children_of<P>*>(nullptr));
 
 // Whether P reads C in registers: P is elementwise in C's compute type, or
 // P sums C (a floating value computed in its own type) inside C's loop.
+// Only elementwise classes are read in registers.
 template <class P, class C>
 constexpr bool computes_alike() {
-  if constexpr (node_traits<P>::is_map) {
+  if constexpr (!node_traits<C>::is_map) {
+    return false;
+  } else if constexpr (node_traits<P>::is_map) {
     return std::is_same_v<typename P::compute_type, typename C::compute_type>;
-  } else if constexpr (node_traits<P>::is_summation && node_traits<C>::is_map) {
+  } else if constexpr (node_traits<P>::is_summation) {
     using T = typename C::value_type;
     return std::is_floating_point_v<T> && std::is_same_v<T, typename C::compute_type> &&
            std::is_same_v<T, typename P::value_type>;
@@ -153,22 +116,50 @@ constexpr bool computes_alike() {
   }
 }
 
+// Who reads each class, from one walk over every (parent, operand slot)
+// pair of the graph: how many slots name it, whether a reader cannot take
+// it in registers, and its first reader (in the order of all_classes).
+template <std::size_t N>
+struct read_table {
+  std::array<std::size_t, N> edges{};
+  std::array<bool, N> foreign_reader{};
+  std::array<std::size_t, N> first_reader{};
+};
+
+template <class Root>
+constexpr auto reads_of_graph() {
+  using classes = all_classes<Root>;
+  constexpr std::size_t n = list_size_v<classes>;
+  read_table<n> table;
+  table.first_reader.fill(n);
+  auto note = [&](std::size_t c, bool alike, std::size_t reader) {
+    ++table.edges[c];
+    table.foreign_reader[c] = table.foreign_reader[c] || !alike;
+    if (table.first_reader[c] == n) table.first_reader[c] = reader;
+  };
+  for_each_type<classes>([&]<class P>(std::type_identity<P>) {
+    [&]<class... C>(std::tuple<C...>*) {
+      (note(position_in<classes, C>, computes_alike<P, C>(), position_in<classes, P>), ...);
+    }(static_cast<children_of<P>*>(nullptr));
+  });
+  return table;
+}
+
 // The passes are variable templates: each answer is computed once per
 // graph and class, whatever asks for it.
+template <class Root>
+inline constexpr auto reads_v = reads_of_graph<Root>();
+
 template <class Root, class C>
-inline constexpr std::size_t edge_count_v = []<class... P>(seen_list<P...>*) {
-  return (std::size_t{0} + ... + slots_naming<P, C>);
-}(static_cast<all_classes<Root>*>(nullptr));
+inline constexpr std::size_t edge_count_v = reads_v<Root>.edges[position_in<all_classes<Root>, C>];
 
 template <class Root, class C>
 inline constexpr bool materialized_v = [] {
   if constexpr (!node_traits<C>::is_map) {
     return false;
   } else {
-    bool foreign_reader = []<class... P>(seen_list<P...>*) {
-      return ((slots_naming<P, C> > 0 && !computes_alike<P, C>()) || ...);
-    }(static_cast<all_classes<Root>*>(nullptr));
-    return foreign_reader || (!is_pure<C> && edge_count_v<Root, C> >= 2);
+    constexpr std::size_t c = position_in<all_classes<Root>, C>;
+    return reads_v<Root>.foreign_reader[c] || (!is_pure<C> && reads_v<Root>.edges[c] >= 2);
   }
 }();
 
@@ -181,23 +172,14 @@ constexpr bool fused_into_parent() {
 // Whether summation N runs inside the loop of the group of its operand.
 template <class Root, class N>
 constexpr bool fused_summation() {
-  if constexpr (node_traits<N>::is_summation) return fused_into_parent<Root, std::tuple_element_t<0, typename node_traits<N>::children>>();
+  if constexpr (node_traits<N>::is_summation) return fused_into_parent<Root, std::tuple_element_t<0, children_of<N>>>();
   else return false;
 }
 
-// The one class reading C, for a class read through a single slot.
-template <class C, class... P>
-struct first_reader {
-  using type = void;
-};
-template <class C, class P, class... Rest>
-struct first_reader<C, P, Rest...>
-    : std::conditional_t<(slots_naming<P, C> > 0), std::type_identity<P>, first_reader<C, Rest...>> {};
-
-template <class C, class List>
-struct reader_in;
-template <class C, class... P>
-struct reader_in<C, seen_list<P...>> : first_reader<C, P...> {};
+// The first class reading C (void for the root).
+template <class Root, class C>
+using reader_of_t =
+    typename type_at_or_void<all_classes<Root>, reads_v<Root>.first_reader[position_in<all_classes<Root>, C>]>::type;
 
 // Whether elementwise class C is computed by a group that writes a buffer,
 // rather than by one summed away inside a fused summation's loop. A fused
@@ -207,7 +189,7 @@ constexpr bool in_buffered_group() {
   if constexpr (materialized_v<Root, C>) {
     return true;
   } else {
-    using Reader = typename reader_in<C, all_classes<Root>>::type;
+    using Reader = reader_of_t<Root, C>;
     if constexpr (node_traits<Reader>::is_map) return in_buffered_group<Root, Reader>();
     else return false;
   }
@@ -220,7 +202,7 @@ template <class Root, class C>
 constexpr bool runs_epilogue() {
   if constexpr (node_traits<C>::is_matrix_product && edge_count_v<Root, C> == 1) {
     using T = value_of_t<C>;
-    using Reader = typename reader_in<C, all_classes<Root>>::type;
+    using Reader = reader_of_t<Root, C>;
     using A = std::tuple_element_t<0, typename node_traits<C>::children>;
     using B = std::tuple_element_t<1, typename node_traits<C>::children>;
     if constexpr (node_traits<Reader>::is_map)
@@ -237,119 +219,33 @@ constexpr bool runs_epilogue() {
 template <class Root, class C>
 struct buffered_root {
   using type = typename std::conditional_t<materialized_v<Root, C>, std::type_identity<C>,
-                                           buffered_root<Root, typename reader_in<C, all_classes<Root>>::type>>::type;
+                                           buffered_root<Root, reader_of_t<Root, C>>>::type;
 };
 
 // Whether matmul C, running an epilogue, can write straight into its
 // group's output: the group's value has the product's type.
 template <class Root, class C>
 constexpr bool writes_into_group_output() {
-  using Reader = typename reader_in<C, all_classes<Root>>::type;
+  using Reader = reader_of_t<Root, C>;
   return std::is_same_v<value_of_t<typename buffered_root<Root, Reader>::type>, value_of_t<C>>;
 }
-
-// The classes of R's group, children before parents, R last: the same
-// walk as classes_of, entering only children fused into their parent.
-template <class Root, class N, class Seen>
-struct group_postorder;
-
-template <class Root, class Seen, class... C>
-struct group_postorder_children {
-  using type = Seen;
-};
-template <class Root, class Seen, class C, class... Rest>
-struct group_postorder_children<Root, Seen, C, Rest...> {
-  static constexpr bool enter = fused_into_parent<Root, C>() && !std::is_base_of_v<seen_tag<C>, Seen>;
-  using after =
-      typename std::conditional_t<enter, group_postorder<Root, C, Seen>, std::type_identity<Seen>>::type;
-  using type = typename group_postorder_children<Root, after, Rest...>::type;
-};
-
-template <class Root, class N, class Seen>
-struct group_postorder {
-  using walked = decltype([]<class... C>(std::tuple<C...>*) {
-    return typename group_postorder_children<Root, Seen, C...>::type{};
-  }(static_cast<typename node_traits<N>::children*>(nullptr)));
-  using type = typename append_class<walked, N>::type;
-};
-
-template <class Root, class R>
-struct group_classes {
-  static constexpr auto value = []<class... T>(seen_list<T...>*) {
-    return hana::tuple_t<T...>;
-  }(static_cast<typename group_postorder<Root, R, seen_list<>>::type*>(nullptr));
-};
-
-// R's group's leaves: pure leaves by class; leaves holding runtime data by
-// the slot that reads them, split into scalars and tensors.
-template <class Root, class R>
-struct group_leaves {
-  static constexpr auto classes = group_classes<Root, R>::value;
-
-  template <class Want>
-  static constexpr auto collect(Want want) {
-    return hana::fold_left(classes, hana::make_tuple(), [want](auto acc, auto p) {
-      using P = typename decltype(p)::type;
-      return [&]<class... C, std::size_t... K>(std::tuple<C...>*, std::index_sequence<K...>) {
-        auto result = acc;
-        return hana::fold_left(hana::make_tuple(hana::make_tuple(hana::type_c<C>, hana::size_c<K>)...), result,
-                               [want](auto list, auto entry) {
-                                 (void)entry;
-                                 using C1 = typename decltype(+hana::at_c<0>(entry))::type;
-                                 constexpr std::size_t k = decltype(+hana::at_c<1>(entry))::value;
-                                 return want(list, hana::type_c<C1>, hana::type_c<slot<P, k>>);
-                               });
-      }(static_cast<typename node_traits<P>::children*>(nullptr),
-             std::make_index_sequence<std::tuple_size_v<typename node_traits<P>::children>>{});
-    });
-  }
-
-  static constexpr auto pure = collect([](auto list, auto c, auto) {
-    using C = typename decltype(c)::type;
-    if constexpr (is_pure<C> && !fused_into_parent<Root, C>()) return append_new(list, c);
-    else return list;
-  });
-  static constexpr auto constants = collect([](auto list, auto c, auto s) {
-    using C = typename decltype(c)::type;
-    if constexpr (node_traits<C>::is_constant) return hana::append(list, s);
-    else return list;
-  });
-  static constexpr auto tensors = collect([](auto list, auto c, auto s) {
-    using C = typename decltype(c)::type;
-    if constexpr (!is_pure<C> && !node_traits<C>::is_constant && !fused_into_parent<Root, C>())
-      return hana::append(list, s);
-    else return list;
-  });
-
-  // The position in `tensors` of a matmul that runs this group as its
-  // epilogue, or no_product.
-  static constexpr std::size_t product = [] {
-    std::size_t found = no_product, i = 0;
-    hana::for_each(tensors, [&](auto s) {
-      if (found == no_product && runs_epilogue<Root, slot_child_t<typename decltype(s)::type>>()) found = i;
-      ++i;
-    });
-    return found;
-  }();
-};
 
 // What the passes found, as numbers a test can static_assert.
 template <class Root>
 struct graph_structure {
-  static constexpr std::size_t classes = decltype(hana::length(classes_of<Root>::value))::value;
+  static constexpr std::size_t classes = list_size_v<all_classes<Root>>;
   // Fused elementwise loops plus non-elementwise kernels.
   static constexpr std::size_t fusion_groups = [] {
     std::size_t n = 0;
-    hana::for_each(classes_of<Root>::value, [&](auto c) {
-      using C = typename decltype(c)::type;
-      if (materialized_v<Root, C> || node_traits<C>::is_apply) ++n;
+    for_each_type<all_classes<Root>>([&]<class C>(std::type_identity<C>) {
+      n += materialized_v<Root, C> || node_traits<C>::is_apply;
     });
     return n;
   }();
   // Matmuls running the group that reads them as their epilogue.
   static constexpr std::size_t epilogues = [] {
     std::size_t n = 0;
-    hana::for_each(classes_of<Root>::value, [&](auto c) { n += runs_epilogue<Root, typename decltype(c)::type>(); });
+    for_each_type<all_classes<Root>>([&]<class C>(std::type_identity<C>) { n += runs_epilogue<Root, C>(); });
     return n;
   }();
   // Buffers for values that are not outputs, in a run without gradients. A
@@ -357,9 +253,8 @@ struct graph_structure {
   // its type (the group then updates the block in place).
   static constexpr std::size_t buffers = [] {
     std::size_t n = 0;
-    hana::for_each(classes_of<Root>::value, [&](auto c) {
-      using C = typename decltype(c)::type;
-      bool output = decltype(hana::contains(child_types<Root>(), c))::value;
+    for_each_type<all_classes<Root>>([&]<class C>(std::type_identity<C>) {
+      bool output = slots_naming<Root, C> > 0;
       bool in_place = false;
       if constexpr (runs_epilogue<Root, C>()) in_place = writes_into_group_output<Root, C>();
       if ((materialized_v<Root, C> || node_traits<C>::is_apply) && !output && !in_place) ++n;
