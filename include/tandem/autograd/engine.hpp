@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tandem/autograd/backward_options.hpp"
+#include "tandem/core/config.hpp"
 #include "tandem/autograd/grad_mode.hpp"
 #include "tandem/autograd/node.hpp"
 #include "tandem/autograd/record.hpp"
@@ -26,40 +27,10 @@ struct capture_request {
   std::vector<std::optional<any_gradient>> results;
 };
 
-inline void run_graph(node& root, const backward_context& context, capture_request* capture) {
-  grad_mode_guard mode(context.create_graph);
-  auto later = [](const node* a, const node* b) { return a->sequence() < b->sequence(); };
-  std::priority_queue<node*, std::vector<node*>, decltype(later)> ready(later);
-  std::vector<node*> seen;
-  struct cleanup {
-    std::vector<node*>& seen;
-    ~cleanup() {
-      for (node* n : seen) {
-        n->queued = false;
-        n->clear_pending();
-      }
-    }
-  } reset{seen};
-
-  auto enqueue = [&](node* n) {
-    if (n->queued) return;
-    n->queued = true;
-    seen.push_back(n);
-    ready.push(n);
-  };
-  enqueue(&root);
-  while (!ready.empty()) {
-    node* n = ready.top();
-    ready.pop();
-    if (capture) {
-      auto at = std::find(capture->targets.begin(), capture->targets.end(), n);
-      if (at != capture->targets.end()) capture->results[at - capture->targets.begin()] = n->pending();
-    }
-    n->run(context);
-    for (const auto& next : n->next())
-      if (next && next->has_pending()) enqueue(next.get());
-  }
-}
+// Runs the graph behind `root` (whose seed is pending), every node once, in
+// decreasing sequence number; with `capture`, records what its targets
+// received.
+void run_graph(node& root, const backward_context& context, capture_request* capture);
 
 template <class T>
 void backward(const tensor<T>& output, const tensor<T>& seed, const backward_options& options) {
@@ -77,3 +48,7 @@ void backward(const tensor<T>& output, const tensor<T>& seed, const backward_opt
 
 }  // namespace detail
 }  // namespace tandem
+
+#if TANDEM_HEADER_ONLY
+#include "tandem/autograd/engine-inl.hpp"
+#endif

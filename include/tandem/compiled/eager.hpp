@@ -41,6 +41,12 @@
 #define TANDEM_COMPILED_EXTERN extern
 #endif
 
+// The tensor class's members, for one element type.
+#define TANDEM_COMPILED_TENSOR(T)                                                                                    \
+  namespace tandem {                                                                                                 \
+  TANDEM_COMPILED_EXTERN template class tensor<T>;                                                                   \
+  }
+
 // One list, written once per element type T: declarations in users'
 // translation units, definitions in the library's (one per T).
 #define TANDEM_COMPILED_EAGER_NODES(T)                                                                               \
@@ -189,6 +195,8 @@
   }
 
 #if !defined(TANDEM_BUILDING_COMPILED_LIBRARY)
+TANDEM_COMPILED_TENSOR(float)
+TANDEM_COMPILED_TENSOR(double)
 TANDEM_COMPILED_EAGER_NODES(float)
 TANDEM_COMPILED_EAGER_NODES(double)
 TANDEM_COMPILED_EAGER_OPS(float)

@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "tandem/core/config.hpp"
+
 namespace tandem {
 
 struct allocation_stats {
@@ -30,61 +32,12 @@ class caching_allocator {
  public:
   static constexpr std::size_t alignment = 64;
 
-  static void* allocate(std::size_t bytes) {
-    std::size_t rounded = size_class(bytes);
-    if (cache_gone()) {
-      count_retired(1, static_cast<std::int64_t>(rounded));
-      return ::operator new(rounded, std::align_val_t{alignment});
-    }
-    thread_cache& cache = local();
-    cache.counts.add(1, static_cast<std::int64_t>(rounded));
-    auto& bin = cache.bins[bin_index(rounded)];
-    if (!bin.empty()) {
-      void* block = bin.back();
-      bin.pop_back();
-      cache.cached_bytes -= rounded;
-      return block;
-    }
-    return ::operator new(rounded, std::align_val_t{alignment});
-  }
-
-  static void deallocate(void* block, std::size_t bytes) noexcept {
-    if (!block) return;
-    std::size_t rounded = size_class(bytes);
-    if (cache_gone()) {
-      count_retired(-1, -static_cast<std::int64_t>(rounded));
-      ::operator delete(block, std::align_val_t{alignment});
-      return;
-    }
-    thread_cache& cache = local();
-    cache.counts.add(-1, -static_cast<std::int64_t>(rounded));
-    if (cache.cached_bytes + rounded <= cache_limit) {
-      try {
-        cache.bins[bin_index(rounded)].push_back(block);
-        cache.cached_bytes += rounded;
-        return;
-      } catch (const std::bad_alloc&) {
-      }
-    }
-    ::operator delete(block, std::align_val_t{alignment});
-  }
-
+  static void* allocate(std::size_t bytes);
+  static void deallocate(void* block, std::size_t bytes) noexcept;
   // Sums the counters of every thread, living or gone.
-  static allocation_stats stats() {
-    std::lock_guard lock(registry().mutex);
-    allocation_stats total = registry().retired;
-    for (const thread_counts* counts : registry().threads) {
-      total.live_blocks += counts->live_blocks.load(std::memory_order_relaxed);
-      total.live_bytes += counts->live_bytes.load(std::memory_order_relaxed);
-      total.allocations += counts->allocations.load(std::memory_order_relaxed);
-    }
-    return total;
-  }
-
+  static allocation_stats stats();
   // Returns the calling thread's cached blocks to the system.
-  static void release_cached() noexcept {
-    if (!cache_gone()) local().release();
-  }
+  static void release_cached() noexcept;
 
   // Sizes round up to 64 bytes, then to one of four steps per power of two, so
   // a reused block wastes at most a quarter of its size.
@@ -122,55 +75,23 @@ class caching_allocator {
     std::vector<const thread_counts*> threads;
     allocation_stats retired{0, 0, 0};
   };
-  static counts_registry& registry() {
-    static counts_registry* r = new counts_registry;  // never destroyed: threads may exit after static destruction
-    return *r;
-  }
-  static void count_retired(std::int64_t blocks, std::int64_t bytes) {
-    std::lock_guard lock(registry().mutex);
-    registry().retired.live_blocks += blocks;
-    registry().retired.live_bytes += bytes;
-    if (blocks > 0) ++registry().retired.allocations;
-  }
+  static counts_registry& registry();
+  static void count_retired(std::int64_t blocks, std::int64_t bytes);
 
   struct thread_cache {
     std::array<std::vector<void*>, bin_count> bins;
     std::size_t cached_bytes = 0;
     thread_counts counts;
 
-    thread_cache() {
-      std::lock_guard lock(registry().mutex);
-      registry().threads.push_back(&counts);
-    }
-    void release() noexcept {
-      for (auto& bin : bins) {
-        for (void* block : bin) ::operator delete(block, std::align_val_t{alignment});
-        bin.clear();
-      }
-      cached_bytes = 0;
-    }
-    ~thread_cache() {
-      release();
-      std::lock_guard lock(registry().mutex);
-      auto& threads = registry().threads;
-      threads.erase(std::find(threads.begin(), threads.end(), &counts));
-      registry().retired.live_blocks += counts.live_blocks.load(std::memory_order_relaxed);
-      registry().retired.live_bytes += counts.live_bytes.load(std::memory_order_relaxed);
-      registry().retired.allocations += counts.allocations.load(std::memory_order_relaxed);
-      cache_gone() = true;
-    }
+    thread_cache();
+    void release() noexcept;
+    ~thread_cache();
   };
   // Set once a thread's cache is destroyed (at thread exit), so that blocks
   // freed later, by static objects at program exit, go straight back to the
   // system. A bool stays usable after thread_local destructors have run.
-  static bool& cache_gone() noexcept {
-    thread_local bool gone = false;
-    return gone;
-  }
-  static thread_cache& local() {
-    thread_local thread_cache cache;
-    return cache;
-  }
+  static bool& cache_gone() noexcept;
+  static thread_cache& local();
 };
 
 // The caching allocator for standard containers and allocate_shared: the
@@ -201,3 +122,7 @@ std::shared_ptr<T> make_cached(A&&... args) {
 inline allocation_stats memory_stats() { return detail::caching_allocator::stats(); }
 
 }  // namespace tandem
+
+#if TANDEM_HEADER_ONLY
+#include "tandem/core/allocator-inl.hpp"
+#endif

@@ -7,7 +7,6 @@
 // backward recorded by a non-elementwise kernel. Running those in reverse
 // order is the static graph's backward.
 
-#include <functional>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "tandem/autograd/grad_mode.hpp"
+#include "tandem/detail/unique_function.hpp"
 #include "tandem/graph/kernel.hpp"
 #include "tandem/graph/run.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
@@ -111,7 +111,7 @@ class executor final : public graph_run {
  private:
   struct step {
     const void* key;
-    std::function<void(executor&, const any_tensor&)> send;
+    unique_function<void(executor&, const any_tensor&)> send;
   };
 
   template <class N>

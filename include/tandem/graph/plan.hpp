@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tandem/core/config.hpp"
 #include "tandem/core/dtype.hpp"
 #include "tandem/core/shape.hpp"
 #include "tandem/core/tensor.hpp"
@@ -77,51 +78,18 @@ signature signature_of(const A&... a) {
 }
 
 // "float32[2, 3]@cpu, scalar": for statistics and messages.
-inline std::string describe(const signature& s) {
-  std::string text;
-  for (std::size_t i = 0; i < s.words.size();) {
-    if (!text.empty()) text += ", ";
-    if (s.words[i] == scalar_mark) {
-      text += "scalar";
-      ++i;
-      continue;
-    }
-    text += dtype_name(static_cast<dtype>(s.words[i]));
-    std::size_t rank = static_cast<std::size_t>(s.words[i + 1]);
-    text += to_string(shape(std::span<const std::int64_t>(s.words.data() + i + 2, rank)));
-    text += "@cpu";
-    i += 2 + rank;
-  }
-  return text;
-}
+std::string describe(const signature& s);
 
 class plan_cache {
  public:
   // The plan for a signature, or null (a miss) when none was built yet.
-  std::shared_ptr<const plan> find(const signature& key) {
-    std::shared_lock lock(mutex_);
-    auto found = plans_.find(key);
-    if (found == plans_.end()) return nullptr;
-    hits_.fetch_add(1, std::memory_order_relaxed);
-    return found->second;
-  }
+  std::shared_ptr<const plan> find(const signature& key);
   // After a call that found no plan. Calls racing with one new signature
   // all find none; the first to get here keeps its plan and counts the
   // miss, the others count as hits, so that misses are the signatures seen
   // and hits + misses the calls.
-  void insert(const signature& key, std::shared_ptr<const plan> p) {
-    std::unique_lock lock(mutex_);
-    if (plans_.emplace(key, std::move(p)).second) {
-      order_.push_back(describe(key));
-      ++misses_;
-    } else {
-      hits_.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-  plan_statistics statistics() const {
-    std::shared_lock lock(mutex_);
-    return {hits_.load(), misses_, order_};
-  }
+  void insert(const signature& key, std::shared_ptr<const plan> p);
+  plan_statistics statistics() const;
 
  private:
   mutable std::shared_mutex mutex_;
@@ -133,3 +101,7 @@ class plan_cache {
 
 }  // namespace detail
 }  // namespace tandem
+
+#if TANDEM_HEADER_ONLY
+#include "tandem/graph/plan-inl.hpp"
+#endif

@@ -19,6 +19,7 @@
 #include "tandem/autograd/record.hpp"
 #include "tandem/graph/dump.hpp"
 #include "tandem/graph/execute.hpp"
+#include "tandem/graph/join.hpp"
 #include "tandem/graph/mode.hpp"
 #include "tandem/graph/plan.hpp"
 #include "tandem/graph/trace.hpp"
@@ -50,59 +51,6 @@ auto outputs_root(const Out& out) {
         out);
   }
 }
-
-// One node on the eager graph per call: it holds the run and, once every
-// output's gradient is in, runs the graph's backward and hands the inputs'
-// gradients on.
-class graph_join_node final : public typed_node<float> {
- public:
-  graph_join_node(std::shared_ptr<graph_run> run, std::vector<std::shared_ptr<node>> edges,
-                  std::vector<const void*> input_keys)
-      : run_(std::move(run)), keys_(std::move(input_keys)) {
-    this->next_ = std::move(edges);
-  }
-  void seed(const void* key, any_tensor g) { seeds_.emplace_back(key, std::move(g)); }
-  void run(const backward_context&) override {
-    this->take_pending();
-    if (!run_) throw error("tandem::backward: the graph through a static graph was freed by an earlier backward");
-    run_->backward(std::move(seeds_));
-    seeds_.clear();
-    for (std::size_t k = 0; k < keys_.size(); ++k) {
-      if (!this->next_[k]) continue;
-      if (const any_tensor* g = run_->gradient(keys_[k]))
-        std::visit(
-            [&](const auto& t) {
-              using T = typename std::decay_t<decltype(t)>::value_type;
-              if constexpr (std::is_floating_point_v<T>) this->next_[k]->receive(t);
-            },
-            *g);
-    }
-    run_.reset();
-  }
-  std::string name() const override { return "static_graph"; }
-
- private:
-  std::shared_ptr<graph_run> run_;
-  std::vector<const void*> keys_;
-  std::vector<std::pair<const void*, any_tensor>> seeds_;
-};
-
-template <class T>
-class graph_output_node final : public typed_node<T> {
- public:
-  graph_output_node(std::shared_ptr<graph_join_node> join, const void* key) : key_(key) {
-    this->next_ = {std::move(join)};
-  }
-  void run(const backward_context&) override {
-    auto join = std::static_pointer_cast<graph_join_node>(this->next_[0]);
-    join->seed(key_, this->take_pending());
-    join->receive(tensor<float>(shape{}));
-  }
-  std::string name() const override { return "static_graph output"; }
-
- private:
-  const void* key_;
-};
 
 }  // namespace detail
 

@@ -19,12 +19,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tandem/core/config.hpp"
 
 namespace tandem {
 namespace detail {
@@ -44,21 +45,21 @@ bool spin_until(const Ready& ready, std::chrono::microseconds budget) {
 
 inline constexpr std::chrono::microseconds spin_budget{100};
 
+// A chunk of a parallel_for: the body of the loop by address, with the
+// one function that knows its type (no std::function, whose type erasure
+// would bring a manager and type information for every kernel's lambda).
+struct chunk_job {
+  const void* body;
+  void (*run)(const void* body, std::int64_t chunk);
+  void operator()(std::int64_t chunk) const { run(body, chunk); }
+};
+
 class thread_pool {
  public:
-  explicit thread_pool(int threads) : size_(std::max(threads, 1)) {
-    for (int i = 1; i < size_; ++i) workers_.emplace_back([this] { work(); });
-  }
+  explicit thread_pool(int threads);
   thread_pool(const thread_pool&) = delete;
   thread_pool& operator=(const thread_pool&) = delete;
-  ~thread_pool() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    for (auto& w : workers_) w.join();
-  }
+  ~thread_pool();
 
   int size() const { return size_; }
 
@@ -72,122 +73,43 @@ class thread_pool {
       return;
     }
     std::int64_t step = (n + chunks - 1) / chunks;
-    std::function<void(std::int64_t)> run_chunk = [&](std::int64_t c) {
+    auto run_chunk = [&](std::int64_t c) {
       std::int64_t b = c * step, e = std::min(n, b + step);
       if (b < e) body(b, e);
     };
-    run(chunks, run_chunk);
+    run(chunks, {&run_chunk, [](const void* f, std::int64_t c) { (*static_cast<const decltype(run_chunk)*>(f))(c); }});
   }
 
-  static thread_pool& instance() {
-    if (thread_pool* pool = current().load(std::memory_order_acquire)) return *pool;
-    std::lock_guard lock(instance_mutex());
-    if (!instance_slot()) replace(default_threads());
-    return *instance_slot();
-  }
-
-  static void resize(int threads) {
-    std::lock_guard lock(instance_mutex());
-    replace(threads > 0 ? threads : default_threads());
-  }
+  static thread_pool& instance();
+  static void resize(int threads);
 
  private:
-  static int default_threads() {
-    if (const char* env = std::getenv("TANDEM_NUM_THREADS")) {
-      int n = std::atoi(env);
-      if (n > 0) return n;
-    }
-    return std::max(1u, std::thread::hardware_concurrency());
-  }
-  static std::mutex& instance_mutex() {
-    static std::mutex m;
-    return m;
-  }
-  static std::unique_ptr<thread_pool>& instance_slot() {
-    static std::unique_ptr<thread_pool> pool;
-    return pool;
-  }
+  static int default_threads();
+  static std::mutex& instance_mutex();
+  static std::unique_ptr<thread_pool>& instance_slot();
   // The pool in use, read without the lock on every kernel call.
-  static std::atomic<thread_pool*>& current() {
-    static std::atomic<thread_pool*> pool{nullptr};
-    return pool;
-  }
-  static void replace(int threads) {
-    current().store(nullptr, std::memory_order_release);
-    instance_slot() = std::make_unique<thread_pool>(threads);
-    current().store(instance_slot().get(), std::memory_order_release);
-  }
-  static bool& inside_worker() {
-    thread_local bool flag = false;
-    return flag;
-  }
+  static std::atomic<thread_pool*>& current();
+  static void replace(int threads);
+  static bool& inside_worker();
 
   // One call of parallel_for: workers that wake late hold their own
   // reference and find every chunk already taken.
   struct job_state {
-    const std::function<void(std::int64_t)>* job;
+    chunk_job job;
     std::int64_t total;
     std::atomic<std::int64_t> next{0};
     std::atomic<std::int64_t> pending;
     std::mutex mutex;
     std::condition_variable done;
     std::exception_ptr failure;
-    job_state(const std::function<void(std::int64_t)>* j, std::int64_t n) : job(j), total(n), pending(n) {}
+    job_state(chunk_job j, std::int64_t n) : job(j), total(n), pending(n) {}
   };
 
   // Hands `chunks` calls of job to the workers; the caller takes chunks too
   // and returns when all are done, rethrowing the first exception.
-  void run(std::int64_t chunks, const std::function<void(std::int64_t)>& job) {
-    std::lock_guard submit(submit_mutex_);
-    auto state = std::make_shared<job_state>(&job, chunks);
-    {
-      std::lock_guard lock(mutex_);
-      current_ = state;
-      generation_.fetch_add(1, std::memory_order_release);
-    }
-    wake_.notify_all();
-    take_chunks(*state);
-    auto finished = [&] { return state->pending.load(std::memory_order_acquire) == 0; };
-    if (!spin_until(finished, spin_budget)) {
-      std::unique_lock lock(state->mutex);
-      state->done.wait(lock, finished);
-    }
-    if (state->failure) std::rethrow_exception(state->failure);
-  }
-
-  static void take_chunks(job_state& state) {
-    bool was_inside = inside_worker();
-    inside_worker() = true;
-    for (std::int64_t c; (c = state.next.fetch_add(1)) < state.total;) {
-      try {
-        (*state.job)(c);
-      } catch (...) {
-        std::lock_guard lock(state.mutex);
-        if (!state.failure) state.failure = std::current_exception();
-      }
-      if (state.pending.fetch_sub(1) == 1) {
-        std::lock_guard lock(state.mutex);
-        state.done.notify_all();
-      }
-    }
-    inside_worker() = was_inside;
-  }
-
-  void work() {
-    std::uint64_t seen = 0;
-    for (;;) {
-      std::shared_ptr<job_state> state;
-      spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; }, spin_budget);
-      {
-        std::unique_lock lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_ || generation_.load() != seen; });
-        if (stopping_) return;
-        seen = generation_.load();
-        state = current_;
-      }
-      take_chunks(*state);
-    }
-  }
+  void run(std::int64_t chunks, chunk_job job);
+  static void take_chunks(job_state& state);
+  void work();
 
   int size_;
   std::vector<std::thread> workers_;
@@ -216,3 +138,7 @@ inline void set_num_threads(int threads) { detail::thread_pool::resize(threads);
 inline int num_threads() { return detail::thread_pool::instance().size(); }
 
 }  // namespace tandem
+
+#if TANDEM_HEADER_ONLY
+#include "tandem/kernels/cpu/thread_pool-inl.hpp"
+#endif

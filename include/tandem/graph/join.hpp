@@ -1,0 +1,53 @@
+#pragma once
+// How a static graph called while eager autograd records joins the eager
+// graph: one node per call holds the run and, once every output's gradient
+// is in, runs the graph's backward and hands the inputs' gradients on; each
+// output's node seeds it.
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tandem/autograd/node.hpp"
+#include "tandem/core/config.hpp"
+#include "tandem/graph/run.hpp"
+
+namespace tandem::detail {
+
+class graph_join_node final : public typed_node<float> {
+ public:
+  graph_join_node(std::shared_ptr<graph_run> run, std::vector<std::shared_ptr<node>> edges,
+                  std::vector<const void*> input_keys);
+  void seed(const void* key, any_tensor g) { seeds_.emplace_back(key, std::move(g)); }
+  void run(const backward_context&) override;
+  std::string name() const override;
+
+ private:
+  std::shared_ptr<graph_run> run_;
+  std::vector<const void*> keys_;
+  std::vector<std::pair<const void*, any_tensor>> seeds_;
+};
+
+template <class T>
+class graph_output_node final : public typed_node<T> {
+ public:
+  graph_output_node(std::shared_ptr<graph_join_node> join, const void* key) : key_(key) {
+    this->next_ = {std::move(join)};
+  }
+  void run(const backward_context&) override {
+    auto join = std::static_pointer_cast<graph_join_node>(this->next_[0]);
+    join->seed(key_, this->take_pending());
+    join->receive(tensor<float>(shape{}));
+  }
+  std::string name() const override { return "static_graph output"; }
+
+ private:
+  const void* key_;
+};
+
+}  // namespace tandem::detail
+
+#if TANDEM_HEADER_ONLY
+#include "tandem/graph/join-inl.hpp"
+#endif
