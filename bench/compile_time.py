@@ -7,6 +7,7 @@ translation unit, for the cases docs/benchmarks/compile_time.md tracks.
                                                   # linking tandem::compiled sees them
     python3 bench/compile_time.py --csv out.csv --plot docs/images/compile_time.png
     python3 bench/compile_time.py --plot-from out.csv --plot docs/images/compile_time.png
+    python3 bench/compile_time.py --plot-from before=a.csv --plot-from after=b.csv --plot both.png
 
 Each case is compiled alone (-c, nothing else running is assumed: run it on
 an idle machine, and read ratios), --repeat times, keeping the fastest run.
@@ -140,16 +141,22 @@ def main():
                         help="compile against the compiled library's extern templates (TANDEM_COMPILED_LIBRARY)")
     parser.add_argument("--csv", help="also write the rows here")
     parser.add_argument("--plot", help="plot compile time against graph size into this PNG (needs matplotlib)")
-    parser.add_argument("--plot-from", help="plot the rows of a CSV this script wrote, compiling nothing")
+    parser.add_argument("--plot-from", action="append",
+                        help="plot the rows of a CSV this script wrote, compiling nothing; LABEL=PATH names the "
+                             "series, and several may be given")
     parser.add_argument("--title", default="g++ 12 -O2: a jit graph of N ops + its grad",
                         help="the plot's title (name the CPU and ISA the rows were measured on)")
     args = parser.parse_args()
 
     if args.plot_from:
-        with open(args.plot_from) as f:
-            next(f)
-            rows = [(name, float(cpu), float(rss)) for name, cpu, rss in (line.rsplit(",", 2) for line in f)]
-        plot(rows, args.plot, args.title)
+        series = []
+        for entry in args.plot_from:
+            label, _, path = entry.rpartition("=")
+            with open(path) as f:
+                next(f)
+                rows = [(name, float(cpu), float(rss)) for name, cpu, rss in (line.rsplit(",", 2) for line in f)]
+            series.append((label or "measured", rows))
+        plot(series, args.plot, args.title)
         return
 
     include = ["-I" + os.path.join(ROOT, "include")]
@@ -181,30 +188,36 @@ def main():
             for name, cpu, rss in rows:
                 f.write(f"{name},{cpu:.2f},{rss:.0f}\n")
     if args.plot:
-        plot(rows, args.plot, args.title)
+        plot([("measured", rows)], args.plot, args.title)
 
 
-def plot(rows, path, title):
+def plot(series, path, title):
+    """Compile time and memory against graph size, one line per (label, rows)
+    series, with the straight line through the last series' two smallest
+    graphs: what linear growth would give."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    chains = sorted((int(name.split()[2]), cpu, rss) for name, cpu, rss in rows if name.startswith("chain of"))
-    if not chains:
-        return
-    sizes = [n for n, _, _ in chains]
     figure, (time_axes, memory_axes) = plt.subplots(1, 2, figsize=(8, 3.2))
-    for axes, values, label in ((time_axes, [c for _, c, _ in chains], "user+sys seconds"),
-                                (memory_axes, [m for _, _, m in chains], "max RSS (MB)")):
-        axes.plot(sizes, values, marker="o", label="measured")
-        # The line through the two smallest graphs: what linear growth would give.
-        slope = (values[1] - values[0]) / (sizes[1] - sizes[0])
-        axes.plot(sizes, [values[0] + slope * (n - sizes[0]) for n in sizes], linestyle="--", label="linear")
+    for label, rows in series:
+        chains = sorted((int(name.split()[2]), cpu, rss) for name, cpu, rss in rows if name.startswith("chain of"))
+        if not chains:
+            continue
+        sizes = [n for n, _, _ in chains]
+        for axes, values in ((time_axes, [c for _, c, _ in chains]), (memory_axes, [m for _, _, m in chains])):
+            axes.plot(sizes, values, marker="o", label=label)
+    for axes, column, unit in ((time_axes, 1, "user+sys seconds"), (memory_axes, 2, "max RSS (MB)")):
+        chains = sorted((int(r[0].split()[2]), r[column]) for r in series[-1][1] if r[0].startswith("chain of"))
+        (n0, v0), (n1, v1) = chains[0], chains[1]
+        slope = (v1 - v0) / (n1 - n0)
+        axes.plot([n for n, _ in chains], [v0 + slope * (n - n0) for n, _ in chains], linestyle="--",
+                  label=f"linear ({series[-1][0]})")
         axes.set_xlabel("elementwise ops in the graph")
-        axes.set_ylabel(label)
+        axes.set_ylabel(unit)
         axes.set_ylim(bottom=0)
         axes.grid(alpha=0.3)
-    time_axes.legend()
+    time_axes.legend(fontsize=8)
     figure.suptitle(title)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
