@@ -1,0 +1,270 @@
+#pragma once
+// Running a traced graph: each materialized value is computed once per call
+// (pure classes once per type, the others once per runtime instance) by its
+// fused loop or its eager kernel, in an order where operands come first.
+// When gradients are wanted the run also keeps, per materialized value, how
+// to send its gradient on: the group's fused adjoint loop, or the eager
+// backward recorded by a non-elementwise kernel. Running those in reverse
+// order is the static graph's backward.
+//
+// This header holds the executor's dispatch (which strategy computes a
+// value) and its bookkeeping (memo, gradients, steps); each strategy is
+// defined in a header of its own beside it, and graph/execute.hpp includes
+// them all.
+
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "tandem/autograd/grad_mode.hpp"
+#include "tandem/detail/unique_function.hpp"
+#include "tandem/graph/kernel.hpp"
+#include "tandem/graph/run.hpp"
+#include "tandem/kernels/cpu/elementwise.hpp"
+#include "tandem/ops/linalg.hpp"
+#include "tandem/ops/reduce.hpp"
+
+namespace tandem::detail {
+
+template <class Root, class Inputs>
+class executor final : public graph_run {
+ public:
+  // `unit_seed` is the key of an output whose backward will be seeded with
+  // ones right after this call (a grad of the graph), or null: a fused
+  // summation at that output then runs its group's backward in the same pass
+  // as its forward.
+  executor(const Inputs& inputs, bool for_backward, const void* unit_seed = nullptr)
+      : inputs_(inputs), for_backward_(for_backward), unit_seed_(unit_seed) {}
+
+  template <class N>
+  tensor<value_of_t<N>> value(const sym<N>& s) {
+    using T = value_of_t<N>;
+    if constexpr (node_traits<N>::is_input) {
+      return static_cast<const tensor<T>&>(std::get<node_traits<N>::index>(inputs_));
+    } else if constexpr (node_traits<N>::is_captured) {
+      captured_.emplace(key_of(s), s.node().value);
+      return s.node().value;
+    } else if constexpr (node_traits<N>::is_constant) {
+      return full<T>({}, s.node().value);
+    } else {
+      static_assert(node_traits<N>::is_apply || materialized_v<Root, N>,
+                    "tandem internal: a fused value was asked for outside its group");
+      const void* key = key_of(s);
+      if (auto found = memo_.find(key); found != memo_.end()) return std::get<tensor<T>>(found->second);
+      tensor<T> result;
+      if constexpr (fused_summation<Root, N>()) result = run_summation(s, key);
+      else if constexpr (node_traits<N>::is_apply) result = run_apply(s, key);
+      else result = run_group(s, key);
+      memo_.emplace(key, result);
+      return result;
+    }
+  }
+
+  // Backward from the gradients of the outputs (by key); afterwards
+  // gradient(key) gives what reached an input or a captured tensor.
+  void backward(std::vector<std::pair<const void*, any_tensor>> seeds) override {
+    for (auto& [key, g] : seeds)
+      std::visit(
+          [&, key = key](auto& t) {
+            using T = typename std::decay_t<decltype(t)>::value_type;
+            if constexpr (takes_gradients<T>) add_gradient(key, std::move(t));
+          },
+          g);
+    for (auto step = steps_.rbegin(); step != steps_.rend(); ++step) {
+      auto found = gradients_.find(step->key);
+      if (found == gradients_.end()) continue;
+      any_tensor g = std::move(found->second);
+      gradients_.erase(found);
+      step->send(*this, g);
+    }
+  }
+
+  const any_tensor* gradient(const void* key) const override {
+    auto found = gradients_.find(key);
+    return found == gradients_.end() ? nullptr : &found->second;
+  }
+  // The captured tensors read by this run, by key.
+  const std::unordered_map<const void*, any_tensor>& captured() const { return captured_; }
+  const run_counters& counters() const { return counters_; }
+
+  // Only the floating types the graph computes in ever add gradients: a
+  // visit over every alternative of any_tensor would instantiate eager
+  // addition (and its autograd) for bool, integers and the other float
+  // type in every translation unit that jits anything.
+  template <class T>
+  static constexpr bool takes_gradients = [] {
+    bool found = false;
+    for_each_type<all_classes<Root>>([&]<class C>(std::type_identity<C>) {
+      if constexpr (!std::is_void_v<value_of_t<C>>) found = found || std::is_same_v<value_of_t<C>, T>;
+    });
+    return found && std::is_floating_point_v<T>;
+  }();
+
+  template <class T>
+  void add_gradient(const void* key, tensor<T> g) {
+    auto [at, fresh] = gradients_.try_emplace(key, g);
+    if (!fresh) {
+      tensor<T>& sum = std::get<tensor<T>>(at->second);
+      sum = sum + g;
+    }
+  }
+
+ private:
+  struct step {
+    const void* key;
+    unique_function<void(executor&, const any_tensor&)> send;
+  };
+
+  // graph/execute/eager_kernel.hpp: a non-elementwise op by its eager kernel, recording its backward.
+  template <class N>
+  auto run_apply(const sym<N>& s, const void* key);
+
+  template <class T>
+  static tensor<T> fresh_leaf(const tensor<T>& t, bool wanted) {
+    tensor<T> leaf = t.detach();
+    if constexpr (std::is_floating_point_v<T>) leaf.set_requires_grad(wanted);
+    return leaf;
+  }
+
+  // Whether a gradient reaching this value has anywhere to go: a leaf that
+  // requires one depends on it. Eager backwards recorded for the graph's
+  // kernels skip the operands that do not (the images fed to a first layer,
+  // say), as the eager engine does.
+  template <class N>
+  bool needs_gradient(const sym<N>& s) {
+    if constexpr (!std::is_floating_point_v<value_of_t<N>> || node_traits<N>::is_constant) {
+      return false;
+    } else if constexpr (node_traits<N>::is_input) {
+      return std::get<node_traits<N>::index>(inputs_).requires_grad();
+    } else if constexpr (node_traits<N>::is_captured) {
+      return s.node().value.requires_grad();
+    } else {
+      const void* key = key_of(s);
+      if (auto found = needs_gradient_.find(key); found != needs_gradient_.end()) return found->second;
+      bool any = apply_operands([&](const auto&... c) { return (needs_gradient(c) || ...); }, s.node().children);
+      needs_gradient_.emplace(key, any);
+      return any;
+    }
+  }
+  template <class T>
+  void send_leaf(const tensor<T>& leaf, const void* key) {
+    if constexpr (std::is_floating_point_v<T>)
+      if (leaf.has_grad()) add_gradient(key, leaf.grad());
+  }
+
+  template <class R>
+  struct group_operands {
+    using layout = group_layout<Root, R>;
+    template <std::size_t... P, std::size_t... T>
+    static auto make(std::index_sequence<P...>, std::index_sequence<T...>)
+        -> std::tuple<tensor<value_of_t<typename layout::template pure_leaf<P>>>...,
+                      tensor<value_of_t<typename layout::template tensor_leaf<T>>>...>;
+    using tensors = decltype(make(std::make_index_sequence<layout::n_pure>{}, std::make_index_sequence<layout::n_tensors>{}));
+  };
+
+  // A matmul whose group runs as its epilogue: its operands, bound in place
+  // of the product, which the group computes itself.
+  template <class T>
+  struct product_operands {
+    tensor<T> a, b;
+    const void* key_a = nullptr;
+    const void* key_b = nullptr;
+    bool grad_a = false, grad_b = false;
+  };
+  struct no_product_operands {};
+
+  // graph/execute/binding.hpp: a group's scalars and leaves, bound for one run.
+  template <std::size_t Skip, class P, class Kernel, class Operands, class Product>
+  void bind_group(const sym<P>& p, Kernel& kernel, Operands& operands, std::vector<const void*>& keys,
+                  Product& product);
+
+  template <std::size_t Skip, class P, std::size_t K, class C, class Kernel, class Operands, class Product>
+  void bind_slot(const sym<C>& c, Kernel& kernel, Operands& operands, std::vector<const void*>& keys,
+                 Product& product);
+
+  template <std::size_t Skip, class R, class Kernel, class Operands, class Product>
+  void bind_leaves(const sym<R>& s, Kernel& kernel, Operands& operands, std::vector<const void*>& keys,
+                   Product& product);
+  // A group without a product among its leaves. (An overload, not default
+  // template arguments: nvcc's front end repeats those on the out-of-class
+  // definition, which its host compiler then refuses.)
+  template <class R, class Kernel, class Operands>
+  void bind_leaves(const sym<R>& s, Kernel& kernel, Operands& operands, std::vector<const void*>& keys) {
+    no_product_operands none;
+    bind_leaves<no_product>(s, kernel, operands, keys, none);
+  }
+
+  // graph/execute/group.hpp: a fused group's loop.
+  template <class R>
+  tensor<value_of_t<R>> run_group(const sym<R>& s, const void* key);
+
+  // graph/execute/epilogue.hpp: a matmul running its reader's group as its epilogue.
+  template <std::size_t At, class T, class Kernel, class P, class Operands>
+  std::optional<tensor<T>> multiply_then_group(const Kernel& kernel, const product_operands<P>& product,
+                                               Operands& operands, const void* key, shape& out_shape);
+
+  template <class Kernel, std::size_t At, class Operands>
+  static shape extent_with(const Operands& operands, const shape& product_shape);
+
+  template <class P>
+  void record_product(const tensor<P>& p, const product_operands<P>& product, const void* key);
+
+  template <class Kernel>
+  static void require_derivatives() {
+    if (Kernel::non_differentiable)
+      throw error(std::string("tandem::") + Kernel::non_differentiable +
+                  ": this op has no derivative rule, but an input requires a gradient; give the op a "
+                  "derivative<I>(g, y, x...) member or specialize tandem::derivative");
+  }
+
+  // graph/execute/summation.hpp: a sum or mean inside the loop of the group feeding it.
+  template <class N>
+  tensor<value_of_t<N>> run_summation(const sym<N>& s, const void* key);
+
+  template <class X>
+  using value_of_t_tensor = typename std::decay_t<X>::value_type;
+
+  // graph/execute/group_backward.hpp: a group's fused adjoint loop.
+  template <class Kernel, class G, class Operands>
+  void group_backward(const Kernel& kernel, const G& g, const Operands& operands, const std::vector<const void*>& keys,
+                      const shape& out_shape);
+
+  template <std::size_t J, class C, class Operands>
+  void send_adjoint(const tensor<C>& adjoint, const Operands& operands, const std::vector<const void*>& keys);
+
+  // The positions of the operands whose type takes a gradient.
+  template <class Operands>
+  static constexpr auto floating_operands() {
+    return []<std::size_t... J>(std::index_sequence<J...>) {
+      constexpr std::size_t count =
+          (std::size_t{0} + ... + std::is_floating_point_v<value_of_t_tensor<std::tuple_element_t<J, Operands>>>);
+      std::array<std::size_t, count> positions{};
+      std::size_t k = 0;
+      ((std::is_floating_point_v<value_of_t_tensor<std::tuple_element_t<J, Operands>>> ? (positions[k++] = J) : 0),
+       ...);
+      return positions;
+    }(std::make_index_sequence<std::tuple_size_v<Operands>>{});
+  }
+
+  template <class U, class T>
+  static tensor<U> converted(const tensor<T>& t) {
+    if constexpr (std::is_same_v<U, T>) return t;
+    else return t.template astype<U>();
+  }
+
+  const Inputs& inputs_;
+  bool for_backward_;
+  const void* unit_seed_;
+  std::unordered_map<const void*, any_tensor> memo_;
+  std::unordered_map<const void*, any_tensor> gradients_;
+  std::unordered_map<const void*, any_tensor> captured_;
+  std::unordered_map<const void*, bool> needs_gradient_;
+  std::vector<step> steps_;
+  run_counters counters_;
+};
+
+}  // namespace tandem::detail

@@ -1,0 +1,58 @@
+#pragma once
+// A fused group's loop: one elementwise pass over its leaves (or the GEMM
+// of a matmul running it as its epilogue), and the step that runs its
+// fused adjoint loop.
+
+#include "tandem/graph/execute/executor.hpp"
+#include "tandem/graph/execute/binding.hpp"
+#include "tandem/graph/execute/epilogue.hpp"
+#include "tandem/graph/execute/group_backward.hpp"
+
+namespace tandem::detail {
+
+template <class Root, class Inputs>
+template <class R>
+tensor<value_of_t<R>> executor<Root, Inputs>::run_group(const sym<R>& s, const void* key) {
+  using kernel_type = group_kernel<Root, R>;
+  using C = typename kernel_type::compute_type;
+  using T = value_of_t<R>;
+  ++counters_.fused_loops;
+  kernel_type kernel;
+  typename group_operands<R>::tensors operands;
+  std::vector<const void*> keys;
+  shape out_shape;
+  std::optional<tensor<T>> done;
+  constexpr std::size_t product_slot = kernel_type::layout::product;
+  if constexpr (product_slot != no_product) {
+    constexpr std::size_t at = kernel_type::n_pure + product_slot;
+    product_operands<value_of_t_tensor<std::tuple_element_t<at, decltype(operands)>>> product;
+    bind_leaves<at>(s, kernel, operands, keys, product);
+    done = multiply_then_group<at, T>(kernel, product, operands, keys[at], out_shape);
+  } else {
+    bind_leaves(s, kernel, operands, keys);
+    out_shape = std::apply([](const auto&... t) { return broadcast_all<kernel_type>(t...); }, operands);
+  }
+  tensor<T> out = done ? *done : tensor<T>(out_shape);
+  if (!done) {
+    std::apply(
+        [&](const auto&... t) {
+          if (common_contiguous_shape(t...))
+            elementwise_flat<T, C>(kernel, out.numel(), out.data(), flat_operand<value_of_t_tensor<decltype(t)>>{t.data(), 1}...);
+          else
+            elementwise<T, C>(kernel, out_shape, out.data(), contiguous_strides(out_shape),
+                              operand<value_of_t_tensor<decltype(t)>>{t.data(), broadcast_strides(t, out_shape)}...);
+        },
+        operands);
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    if (for_backward_) {
+      require_derivatives<kernel_type>();
+      steps_.push_back({key, [kernel, operands, keys, out_shape](executor& self, const any_tensor& g) {
+                          self.group_backward(kernel, std::get<tensor<T>>(g), operands, keys, out_shape);
+                        }});
+    }
+  }
+  return out;
+}
+
+}  // namespace tandem::detail

@@ -1,0 +1,52 @@
+#pragma once
+// A group's backward: one pass writes the adjoint of every floating
+// operand, each then summed over the axes its operand was broadcast along.
+
+#include "tandem/graph/execute/executor.hpp"
+
+namespace tandem::detail {
+
+// One pass over the group's output writes the adjoint of every floating
+// operand (the forward is recomputed in registers, never stored); each is
+// then summed over the axes its operand was broadcast along.
+template <class Root, class Inputs>
+template <class Kernel, class G, class Operands>
+void executor<Root, Inputs>::group_backward(const Kernel& kernel, const G& g, const Operands& operands, const std::vector<const void*>& keys,
+                                            const shape& out_shape) {
+  using C = typename Kernel::compute_type;
+  constexpr auto wanted = floating_operands<Operands>();
+  constexpr std::size_t m = wanted.size();
+  if constexpr (m > 0) {
+    tensor<C> seed = converted<C>(g);
+    std::array<tensor<C>, m> adjoint;
+    output_set<C, m> outs;
+    for (std::size_t k = 0; k < m; ++k) {
+      adjoint[k] = tensor<C>(out_shape);
+      outs.data[k] = adjoint[k].data();
+    }
+    [&]<std::size_t... F, std::size_t... J>(std::index_sequence<F...>, std::index_sequence<J...>) {
+      gather_adjoints<Kernel, wanted[F]...> op{kernel};
+      if (common_contiguous_shape(seed, std::get<J>(operands)...))
+        elementwise_flat<C, C>(op, numel(out_shape), outs, flat_operand<C>{seed.data(), 1},
+                               flat_operand<value_of_t_tensor<std::tuple_element_t<J, Operands>>>{
+                                   std::get<J>(operands).data(), 1}...);
+      else
+        elementwise<C, C>(op, out_shape, outs, contiguous_strides(out_shape),
+                          operand<C>{seed.data(), broadcast_strides(seed, out_shape)},
+                          operand<value_of_t_tensor<std::tuple_element_t<J, Operands>>>{
+                              std::get<J>(operands).data(), broadcast_strides(std::get<J>(operands), out_shape)}...);
+      (send_adjoint<wanted[F]>(adjoint[F], operands, keys), ...);
+    }(std::make_index_sequence<m>{}, std::make_index_sequence<std::tuple_size_v<Operands>>{});
+  }
+}
+
+// Operand J's gradient from a group-shaped adjoint: summed over the axes
+// the operand was broadcast along, in the operand's own type.
+template <class Root, class Inputs>
+template <std::size_t J, class C, class Operands>
+void executor<Root, Inputs>::send_adjoint(const tensor<C>& adjoint, const Operands& operands, const std::vector<const void*>& keys) {
+  const auto& leaf = std::get<J>(operands);
+  add_gradient(keys[J], converted<value_of_t_tensor<decltype(leaf)>>(sum_to(adjoint, leaf.shape())));
+}
+
+}  // namespace tandem::detail

@@ -1,0 +1,111 @@
+#pragma once
+// A sum or mean computed inside the loop of the group feeding it, and its
+// backward: the group's adjoint loop with a broadcast seed, or, at a
+// unit-seeded output, the same pass as the forward.
+
+#include "tandem/graph/execute/executor.hpp"
+#include "tandem/graph/execute/binding.hpp"
+#include "tandem/graph/execute/group_backward.hpp"
+
+namespace tandem::detail {
+
+// A sum or mean computed inside the loop of the group feeding it: the
+// group runs a tile at a time into a per-thread buffer that the reduction
+// reads while it is in cache, so the group's value never reaches memory.
+// Its backward is the group's adjoint loop with the reduction's gradient
+// as a broadcast seed; at a unit-seeded output it runs in the same pass.
+template <class Root, class Inputs>
+template <class N>
+tensor<value_of_t<N>> executor<Root, Inputs>::run_summation(const sym<N>& s, const void* key) {
+  using R = std::tuple_element_t<0, typename node_traits<N>::children>;
+  using kernel_type = group_kernel<Root, R>;
+  using T = value_of_t<N>;
+  ++counters_.fused_loops;
+  const N& node = s.node();
+  kernel_type kernel;
+  typename group_operands<R>::tensors operands;
+  std::vector<const void*> keys;
+  bind_leaves(operand_at<0>(node.children), kernel, operands, keys);
+  shape extent = std::apply([](const auto&... t) { return broadcast_all<kernel_type>(t...); }, operands);
+  reduction_shape plan = plan_reduction(extent, node.fn.ax, node.fn.keepdims, node.name);
+
+  // Rows ([kept..., reduced...]) unless every reduced axis comes before
+  // every kept one: then columns, so the group's loop still runs along
+  // its innermost axis.
+  bool columns = !plan.kept_order.empty() && !plan.reduced_order.empty() &&
+                 plan.reduced_order.back() < plan.kept_order[0];
+  dims order = columns ? plan.reduced_order : plan.kept_order;
+  for (auto axis : columns ? plan.kept_order : plan.reduced_order) order.push_back(axis);
+  shape arranged;
+  for (auto axis : order) arranged.push_back(extent[axis]);
+  auto arrange_strides = [&](const dims& strides) {
+    dims result;
+    for (auto axis : order) result.push_back(strides[axis]);
+    return result;
+  };
+
+  // Only an output read by nothing else is seeded with exactly ones.
+  constexpr bool may_run_one_pass = edge_count_v<Root, N> == 1 && std::is_floating_point_v<T> &&
+                                    floating_operands<decltype(operands)>().size() > 0;
+  bool one_pass = may_run_one_pass && for_backward_ && key == unit_seed_;
+  if (for_backward_) require_derivatives<kernel_type>();
+  if (one_pass) ++counters_.forward_backward_passes;
+  constexpr bool is_mean = N::fn_type::is_mean;
+  T seed_scale = is_mean ? T(1) / static_cast<T>(plan.length) : T(1);
+  auto finish = [&] {
+    if constexpr (is_mean)
+      return [length = static_cast<T>(plan.length)](T total) { return total / length; };
+    else
+      return [](T total) { return total; };
+  }();
+
+  tensor<T> out(plan.out_shape);
+  std::apply(
+      [&](const auto&... t) {
+        dims tile_strides = contiguous_strides(arranged);
+        std::array<dims, sizeof...(t)> strides{arrange_strides(broadcast_strides(t, extent))...};
+        auto space = [&]<std::size_t... K>(std::index_sequence<K...>) {
+          return merge_axes<1 + sizeof...(t)>(arranged, {&tile_strides, &strides[K]...});
+        }(std::index_sequence_for<decltype(t)...>{});
+        auto reduce = [&](const auto& source) {
+          if (columns)
+            reduce_columns_from<sum_reducer, T>(sum_reducer{}, source, plan.kept, plan.length, out.data(), finish);
+          else
+            reduce_rows_from<sum_reducer, T>(sum_reducer{}, source, plan.kept, plan.length, out.data(), finish);
+        };
+        using bases_type = std::tuple<const value_of_t_tensor<decltype(t)>*...>;
+        if (!one_pass) {
+          reduce(fused_source<T, 0, kernel_type, 1 + sizeof...(t), value_of_t_tensor<decltype(t)>...>{
+              kernel, space, bases_type{t.data()...}});
+          return;
+        }
+        if constexpr (may_run_one_pass) {
+          static constexpr auto wanted = floating_operands<decltype(operands)>();
+          [&]<std::size_t... F>(std::index_sequence<F...>) {
+            std::array<tensor<T>, wanted.size()> adjoint{(static_cast<void>(F), tensor<T>(arranged))...};
+            value_then_adjoints<kernel_type, wanted[F]...> op{kernel, seed_scale};
+            reduce(fused_source<T, wanted.size(), decltype(op), 1 + sizeof...(t), value_of_t_tensor<decltype(t)>...>{
+                op, space, bases_type{t.data()...}, {adjoint[F].data()...}});
+            dims back(order.size());
+            for (std::size_t i = 0; i < order.size(); ++i) back[static_cast<std::size_t>(order[i])] = static_cast<std::int64_t>(i);
+            auto in_place = [&](const tensor<T>& a) { return a.permute(std::span<const std::int64_t>(back.data(), back.size())); };
+            (send_adjoint<wanted[F]>(in_place(adjoint[F]), operands, keys), ...);
+          }(std::make_index_sequence<wanted.size()>{});
+        }
+      },
+      operands);
+
+  if constexpr (std::is_floating_point_v<T>) {
+    if (for_backward_ && !one_pass) {
+      shape kept_dims = plan_reduction(extent, node.fn.ax, true, node.name).out_shape;
+      steps_.push_back({key, [kernel, operands, keys, extent, kept_dims, seed_scale](executor& self, const any_tensor& g) {
+                          tensor<T> seed = std::get<tensor<T>>(g).reshape(kept_dims);
+                          if (seed_scale != T(1)) seed = seed * seed_scale;
+                          self.group_backward(kernel, seed, operands, keys, extent);
+                        }});
+    }
+  }
+  return out;
+}
+
+}  // namespace tandem::detail
