@@ -2,7 +2,9 @@
 # The quick start. `./tandem.sh demo` and `./tandem.sh test` install what is
 # missing (Debian packages), configure, build, and run the main demo or the
 # whole test suite; `./tandem.sh sanitize` runs the suite under ASan and
-# UBSan. Any failure exits non-zero.
+# UBSan, `./tandem.sh clang` builds and runs it with clang, and
+# `./tandem.sh portable` for x86-64-v2 (SSE4.2, no AVX). Any failure exits
+# non-zero.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -10,7 +12,7 @@ packages=(cmake g++ make libxsimd-dev doctest-dev libbenchmark-dev zlib1g-dev da
 
 install_missing() {
   local missing=()
-  for p in "${packages[@]}"; do
+  for p in "${packages[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return
@@ -41,14 +43,20 @@ case "${1:-}" in
     cmake --build --preset release -j "$jobs"
     ctest --preset release -j "$jobs"
     ;;
-  sanitize)
+  sanitize | portable)
     install_missing
-    cmake --preset sanitize >/dev/null
-    cmake --build --preset sanitize -j "$jobs"
-    ctest --preset sanitize -j "$jobs"
+    cmake --preset "$1" >/dev/null
+    cmake --build --preset "$1" -j "$jobs"
+    ctest --preset "$1" -j "$jobs"
+    ;;
+  clang)
+    install_missing clang
+    cmake --preset clang >/dev/null
+    cmake --build --preset clang -j "$jobs"
+    ctest --preset clang -j "$jobs"
     ;;
   *)
-    echo "usage: ./tandem.sh demo | test | sanitize" >&2
+    echo "usage: ./tandem.sh demo | test | sanitize | clang | portable" >&2
     exit 2
     ;;
 esac

@@ -1,5 +1,5 @@
 // A sum or mean computed inside the loop of the elementwise group feeding
-// it (graph/execute.hpp, run_summation): structure, values against eager
+// it (graph/execute/summation.hpp): structure, values against eager
 // and a double reference loop on every layout, allocations, gradients in
 // both backward forms (a broadcast seed from the eager engine, and the
 // forward-and-backward pass of a unit-seeded output).
@@ -78,7 +78,10 @@ TEST_CASE("fused reductions over axes, with broadcasting and views, equal eager"
                                            {axes{0, 2}, false}};
   for (const auto& [layout, x] : test::layouts(a)) {
     for (const auto& [ax, keepdims] : cases) {
-      INFO(layout << ", keepdims " << keepdims);
+      // Named copies: clang 14 cannot capture structured bindings (INFO does).
+      const std::string& where = layout;
+      bool kept = keepdims;
+      INFO(where << ", keepdims " << kept);
       auto f = jit([ax = ax, keepdims = keepdims](auto p, auto q) { return sum(p * q + exp(p), ax, keepdims); });
       auto m = jit([ax = ax, keepdims = keepdims](auto p, auto q) { return mean(square(p - q), ax, keepdims); });
       test::check_values(f(x, row), sum(x * row + exp(x), ax, keepdims), "sum");

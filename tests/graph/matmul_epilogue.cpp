@@ -1,11 +1,12 @@
 // A matmul running the elementwise group that reads it inside the GEMM, on
-// each finished block of the product (graph/execute.hpp,
+// each finished block of the product (graph/execute/epilogue.hpp,
 // multiply_then_group): structure, values against a double reference loop
 // on tail sizes and multi-block shapes, views and broadcasting, the cases
 // that fall back to a separate loop, allocations, and gradients.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <string>
 #include <tuple>
 
 #include "support/check.hpp"
@@ -76,7 +77,8 @@ TEST_CASE("matmul epilogues equal a double reference loop on tail sizes and mult
   auto f = jit(dense_relu);
   std::vector<std::array<std::int64_t, 3>> sizes{{0, 3, 4},   {3, 0, 4},    {1, 1, 1},    {7, 17, 1},  {17, 7, 33},
                                                  {1, 1000, 3}, {200, 300, 70}, {130, 600, 10}, {3, 5, 4100}};
-  for (auto [m, k, n] : sizes) {
+  for (const auto& mkn : sizes) {
+    std::int64_t m = mkn[0], k = mkn[1], n = mkn[2];
     INFO("m, k, n = " << m << ", " << k << ", " << n);
     tensor<float> x = test::random_tensor<float>({m, k}, -1, 1, 1), w = test::random_tensor<float>({k, n}, -1, 1, 2);
     tensor<float> b = test::random_tensor<float>({n}, -1, 1, 3);
@@ -92,7 +94,9 @@ TEST_CASE("matmul epilogues read views and broadcast operands") {
   tensor<float> column = test::random_tensor<float>({9, 1}, -1, 1, 6), full = test::random_tensor<float>({9, 20}, -1, 1, 7);
   auto g = jit([](auto a, auto v, auto c, auto d) { return sigmoid(matmul(a, v) * c - d * 0.5f); });
   auto eager = [](auto a, auto v, auto c, auto d) { return sigmoid(matmul(a, v) * c - d * 0.5f); };
-  for (const auto& [layout, xs] : test::layouts(x)) {
+  for (const auto& [layout_name, xs] : test::layouts(x)) {
+    // A named copy: clang 14 cannot capture a structured binding (INFO does).
+    const std::string& layout = layout_name;
     INFO("x " << layout);
     tensor<float> wt = w.transpose(0, 1).contiguous().transpose(0, 1);
     test::check_values(g(xs, w, column, full), eager(xs, w, column, full), "contiguous w");

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <string>
 
 #include "support/check.hpp"
 #include "support/gradcheck.hpp"
@@ -50,7 +51,9 @@ TEST_CASE("pooling equals double loops over kernels, strides and padding") {
     const auto& [xs, o] = cases[k];
     INFO("case " << k);
     tensor<double> x = test::random_tensor<double>(xs, -1, 1, 1 + k);
-    for (const auto& [layout, view] : test::layouts(x)) {
+    for (const auto& [layout_name, view] : test::layouts(x)) {
+      // A named copy: clang 14 cannot capture a structured binding (INFO does).
+      const std::string& layout = layout_name;
       INFO(layout);
       shape out;
       std::vector<double> want_max = pool_reference(x, o, true, out), want_avg = pool_reference(x, o, false, out);
@@ -67,7 +70,8 @@ TEST_CASE("pooling passes finite-difference gradient checks, eagerly and in a st
   auto graph_max = jit([](auto x, pool2d_options o) { return max_pool2d(x * x, o); });
   auto graph_avg = jit([](auto x, pool2d_options o) { return avg_pool2d(x * x, o); });
   for (std::size_t k = 1; k < cases.size(); ++k) {
-    const auto& [xs, o] = cases[k];
+    const shape& xs = cases[k].first;
+    const pool2d_options& o = cases[k].second;
     INFO("case " << k);
     tensor<double> x = test::random_tensor<double>(xs, 0.1, 2.0, 30 + k);
     test::check_gradients([&](const auto& v) { return max_pool2d(v[0] * v[0], o); }, {x}, "max, eager");

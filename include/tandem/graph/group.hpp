@@ -40,12 +40,14 @@ struct group_postorder_children<Root, Seen, C, Rest...> {
   using type = typename group_postorder_children<Root, after, Rest...>::type;
 };
 
+template <class Root, class Seen, class Children>
+struct group_postorder_of;
+template <class Root, class Seen, class... C>
+struct group_postorder_of<Root, Seen, std::tuple<C...>> : group_postorder_children<Root, Seen, C...> {};
+
 template <class Root, class N, class Seen>
 struct group_postorder {
-  using walked = decltype([]<class... C>(std::tuple<C...>*) {
-    return typename group_postorder_children<Root, Seen, C...>::type{};
-  }(static_cast<children_of<N>*>(nullptr)));
-  using type = typename append_class<walked, N>::type;
+  using type = typename append_class<typename group_postorder_of<Root, Seen, children_of<N>>::type, N>::type;
 };
 
 enum class leaf_kind : unsigned char { fused, pure, constant, tensor };

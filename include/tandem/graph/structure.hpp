@@ -76,12 +76,14 @@ struct postorder_children<Seen, C, Rest...> {
   using type = typename postorder_children<after, Rest...>::type;
 };
 
+template <class Seen, class Children>
+struct postorder_of;
+template <class Seen, class... C>
+struct postorder_of<Seen, std::tuple<C...>> : postorder_children<Seen, C...> {};
+
 template <class N, class Seen>
 struct postorder {
-  using walked = decltype([]<class... C>(std::tuple<C...>*) {
-    return typename postorder_children<Seen, C...>::type{};
-  }(static_cast<children_of<N>*>(nullptr)));
-  using type = typename append_class<walked, N>::type;
+  using type = typename append_class<typename postorder_of<Seen, children_of<N>>::type, N>::type;
 };
 
 // Every distinct node type of the graph, children before parents, the root
