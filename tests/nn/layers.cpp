@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "support/check.hpp"
 #include "support/gradcheck.hpp"
@@ -81,7 +82,10 @@ TEST_CASE("layers pass finite-difference gradient checks, eagerly and in a stati
   nn::sequential net(nn::linear<double>(4, 5, gen), nn::tanh{}, nn::linear<double>(5, 3, gen), nn::sigmoid{},
                      nn::linear<double>(3, 2, gen), nn::gelu{});
   tensor<double> x = test::away_from_zero({3, 4}, 9);
-  auto& [l0, a0, l1, a1, l2, a2] = net.layers;
+  // References by std::get: clang 14 cannot capture structured bindings.
+  auto& l0 = std::get<0>(net.layers);
+  auto& l1 = std::get<2>(net.layers);
+  auto& l2 = std::get<4>(net.layers);
   auto with = [&](const std::vector<tensor<double>>& v) {
     // The probe values replace the parameters for one call.
     auto swap_in = [&](auto& layer, std::size_t k) {

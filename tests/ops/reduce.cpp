@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "support/check.hpp"
 
@@ -80,7 +81,9 @@ TEST_CASE_TEMPLATE("whole-tensor reductions on tail sizes", T, float, double) {
   std::uint64_t seed = 50;
   for (auto n : test::tail_sizes) {
     tensor<T> base = test::random_tensor<T>({n}, -1, 1, seed++);
-    for (auto& [layout, x] : test::layouts(base)) {
+    for (auto& [layout_name, x] : test::layouts(base)) {
+      // A named reference: clang 14 cannot capture a structured binding (INFO does).
+      const std::string& layout = layout_name;
       double total = 0, largest = -INFINITY, abs_total = 0;
       for (double v : test::values_of(x)) total += v, abs_total += std::abs(v), largest = std::max(largest, v);
       INFO(layout, " n=", n);
