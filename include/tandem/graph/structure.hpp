@@ -38,19 +38,6 @@ struct node_traits<outputs_node<C...>> : node_traits<void> {
   using children = std::tuple<C...>;
 };
 
-// Operand slot K of class P, as a type.
-template <class P, std::size_t K>
-struct slot {};
-
-template <class S>
-struct slot_child;
-template <class P, std::size_t K>
-struct slot_child<slot<P, K>> {
-  using type = std::tuple_element_t<K, typename node_traits<P>::children>;
-};
-template <class S>
-using slot_child_t = typename slot_child<S>::type;
-
 inline constexpr std::size_t no_product = static_cast<std::size_t>(-1);
 
 template <class N>
