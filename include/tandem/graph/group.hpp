@@ -23,31 +23,12 @@
 
 namespace tandem::detail {
 
-// The classes of R's group, children before parents, R last: the same
-// walk as all_classes, entering only children fused into their parent.
-template <class Root, class N, class Seen>
-struct group_postorder;
-
-template <class Root, class Seen, class... C>
-struct group_postorder_children {
-  using type = Seen;
-};
-template <class Root, class Seen, class C, class... Rest>
-struct group_postorder_children<Root, Seen, C, Rest...> {
-  static constexpr bool enter = fused_into_parent<Root, C>() && !list_contains<Seen, C>;
-  using after =
-      typename std::conditional_t<enter, group_postorder<Root, C, Seen>, std::type_identity<Seen>>::type;
-  using type = typename group_postorder_children<Root, after, Rest...>::type;
-};
-
-template <class Root, class Seen, class Children>
-struct group_postorder_of;
-template <class Root, class Seen, class... C>
-struct group_postorder_of<Root, Seen, std::tuple<C...>> : group_postorder_children<Root, Seen, C...> {};
-
-template <class Root, class N, class Seen>
-struct group_postorder {
-  using type = typename append_class<typename group_postorder_of<Root, Seen, children_of<N>>::type, N>::type;
+// The walk over R's group (all_classes' walk, entering only children fused
+// into their parent) gives its classes, children before parents, R last.
+template <class Root>
+struct walk_fused {
+  template <class C>
+  static constexpr bool enters = fused_into_parent<Root, C>();
 };
 
 enum class leaf_kind : unsigned char { fused, pure, constant, tensor };
@@ -121,7 +102,7 @@ constexpr auto lay_out_group() {
 
 template <class Root, class R>
 struct group_layout {
-  using classes = typename group_postorder<Root, R, seen_list<>>::type;
+  using classes = typename postorder<R, seen_list<>, walk_fused<Root>>::type;
   static constexpr auto table = lay_out_group<Root, classes>();
 
   static constexpr std::size_t n_classes = list_size_v<classes>;

@@ -48,35 +48,41 @@ inline constexpr std::size_t arity_v = std::tuple_size_v<children_of<N>>;
 
 // The classes by a depth-first walk that threads the set of classes seen so
 // far: a membership test is a base-class lookup, so the pass costs one
-// instantiation per edge of the graph, not one per path.
-template <class N, class Seen>
+// instantiation per edge of the graph, not one per path. `Walk` says which
+// children the walk enters (the whole graph, or one fused group).
+struct walk_all {
+  template <class C>
+  static constexpr bool enters = true;
+};
+
+template <class N, class Seen, class Walk>
 struct postorder;
 
-template <class Seen, class... C>
+template <class Walk, class Seen, class... C>
 struct postorder_children {
   using type = Seen;
 };
-template <class Seen, class C, class... Rest>
-struct postorder_children<Seen, C, Rest...> {
-  using after = typename std::conditional_t<list_contains<Seen, C>, std::type_identity<Seen>,
-                                            postorder<C, Seen>>::type;
-  using type = typename postorder_children<after, Rest...>::type;
+template <class Walk, class Seen, class C, class... Rest>
+struct postorder_children<Walk, Seen, C, Rest...> {
+  using after = typename std::conditional_t<Walk::template enters<C> && !list_contains<Seen, C>,
+                                            postorder<C, Seen, Walk>, std::type_identity<Seen>>::type;
+  using type = typename postorder_children<Walk, after, Rest...>::type;
 };
 
-template <class Seen, class Children>
+template <class Walk, class Seen, class Children>
 struct postorder_of;
-template <class Seen, class... C>
-struct postorder_of<Seen, std::tuple<C...>> : postorder_children<Seen, C...> {};
+template <class Walk, class Seen, class... C>
+struct postorder_of<Walk, Seen, std::tuple<C...>> : postorder_children<Walk, Seen, C...> {};
 
-template <class N, class Seen>
+template <class N, class Seen, class Walk>
 struct postorder {
-  using type = typename append_class<typename postorder_of<Seen, children_of<N>>::type, N>::type;
+  using type = typename append_class<typename postorder_of<Walk, Seen, children_of<N>>::type, N>::type;
 };
 
 // Every distinct node type of the graph, children before parents, the root
 // last.
 template <class N>
-using all_classes = typename postorder<N, seen_list<>>::type;
+using all_classes = typename postorder<N, seen_list<>, walk_all>::type;
 
 template <class N>
 using value_of_t = typename N::value_type;
