@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <queue>
+#include <unordered_set>
 #include <vector>
 
 #include "tandem/autograd/engine.hpp"
@@ -44,6 +45,19 @@ TANDEM_LIBRARY_FUNCTION void run_graph(node& root, const backward_context& conte
     for (const auto& next : n->next())
       if (next && next->has_pending()) enqueue(next.get());
   }
+}
+
+TANDEM_LIBRARY_FUNCTION bool reaches_other_leaves(node& root, const std::vector<node*>& targets) {
+  std::vector<node*> pending{&root};
+  std::unordered_set<node*> seen{&root};
+  while (!pending.empty()) {
+    node* n = pending.back();
+    pending.pop_back();
+    if (n->is_leaf_accumulator() && std::find(targets.begin(), targets.end(), n) == targets.end()) return true;
+    for (const auto& next : n->next())
+      if (next && seen.insert(next.get()).second) pending.push_back(next.get());
+  }
+  return false;
 }
 
 }  // namespace tandem::detail

@@ -32,6 +32,13 @@ struct capture_request {
 // received.
 void run_graph(node& root, const backward_context& context, capture_request* capture);
 
+// Whether the graph behind `root` reaches a tensor that requires a gradient
+// other than `targets`: a tensor an enclosing grad differentiates with
+// respect to, or a parameter. A functional grad whose output does must
+// record its backward, or the derivative with respect to that tensor would
+// be lost (d/dy of grad_x(x * y) would come out zero).
+bool reaches_other_leaves(node& root, const std::vector<node*>& targets);
+
 template <class T>
 void backward(const tensor<T>& output, const tensor<T>& seed, const backward_options& options) {
   static_assert(std::is_floating_point_v<T>, "tandem::backward: only float and double tensors have gradients");

@@ -13,9 +13,11 @@
 //
 // Without sens_param an output that is not a scalar gets a sensitivity of
 // ones (MindSpore's convention). Gradients are returned, never accumulated
-// into grad(). Called on arguments that already require a gradient (inside
-// another grad), the backward is itself recorded, so grad composes:
-// grad(grad(f)) is the second derivative.
+// into grad(). Where the output also depends on a tensor that requires a
+// gradient other than those asked for (an argument of an enclosing grad, a
+// parameter f reads), the backward is itself recorded, so grad composes:
+// grad(grad(f)) is the second derivative, and d/dy of grad_x(f)(x, y) the
+// mixed one.
 
 #include <array>
 #include <cstddef>
@@ -31,6 +33,7 @@
 #include "tandem/autograd/grad_mode.hpp"
 #include "tandem/core/creation.hpp"
 #include "tandem/core/tensor.hpp"
+#include "tandem/graph/fwd.hpp"
 
 namespace tandem {
 
@@ -114,6 +117,9 @@ struct gradient_function {
 
   template <class... A>
   auto operator()(const A&... a) const {
+    static_assert(!(is_symbolic_v<A> || ...),
+                  "tandem::grad: a gradient cannot be taken inside a static graph's trace; make the gradient the "
+                  "static graph instead: jit(grad(f)) is grad(jit(f))");
     constexpr std::size_t count = sizeof...(A) - (sens ? 1 : 0);
     auto arguments = std::forward_as_tuple(a...);
     if constexpr (all)
@@ -175,6 +181,7 @@ struct gradient_function {
     capture.results.resize(capture.targets.size());
 
     if (output.requires_grad()) {
+      nested = nested || reaches_other_leaves(*edge_of(output), capture.targets);
       out_type seed = [&] {
         if constexpr (sens) return std::get<count>(arguments).detach();
         else return ones_like(output);

@@ -62,10 +62,17 @@ class static_graph {
   // same function (a module keeps its plans across calls so).
   static_graph(F f, std::shared_ptr<detail::plan_cache> plans) : f_(std::move(f)), cache_(std::move(plans)) {}
 
+  // Called on symbolic values (inside another graph's trace), the function
+  // is traced into that graph, which fuses across the boundary: nested jit
+  // is inlined, as in JAX.
   template <class... A>
   auto operator()(const A&... a) const {
-    if (!jit_enabled()) return f_(a...);
-    return run(std::index_sequence_for<A...>{}, false, a...);
+    if constexpr ((is_symbolic_v<A> || ...)) {
+      return f_(a...);
+    } else {
+      if (!jit_enabled()) return f_(a...);
+      return run(std::index_sequence_for<A...>{}, false, a...);
+    }
   }
 
   // A call whose first output's backward is seeded with ones right after
@@ -180,10 +187,45 @@ class static_graph {
         root.children);
   }
 
+  // The call replayed eagerly, for a backward that must be recorded or run
+  // again (graph/join.hpp): f on copies of the arguments (tensors share
+  // their data and their place on the autograd graph), its outputs seeded.
+  template <std::size_t N, class... A>
+  detail::recorded_backward replay(const std::array<const void*, N>& output_keys, const A&... a) const {
+    return [f = f_, arguments = std::tuple<A...>(a...), output_keys](const detail::graph_seeds& seeds) {
+      enable_grad recording;
+      auto result = std::apply(f, arguments);
+      std::vector<std::shared_ptr<detail::node>> seeded;
+      auto hand = [&]<class T>(const void* key, const tensor<T>& out) {
+        if constexpr (std::is_floating_point_v<T>) {
+          std::shared_ptr<detail::node> target = detail::edge_of(out);
+          if (!target) return;
+          for (const auto& [seed_key, g] : seeds)
+            if (seed_key == key)
+              std::visit(
+                  [&](const auto& t) {
+                    if constexpr (std::is_floating_point_v<typename std::decay_t<decltype(t)>::value_type>)
+                      target->receive(t);
+                  },
+                  g);
+          if (target->has_pending()) seeded.push_back(std::move(target));
+        }
+      };
+      if constexpr (is_tensor_v<decltype(result)>) {
+        hand(output_keys[0], result);
+      } else {
+        [&]<std::size_t... K>(std::index_sequence<K...>) {
+          (hand(output_keys[K], std::get<K>(result)), ...);
+        }(std::make_index_sequence<N>{});
+      }
+      return seeded;
+    };
+  }
+
   template <class Outputs, std::size_t N, class... A>
-  static void connect(std::shared_ptr<detail::graph_run> run,
-                      const std::unordered_map<const void*, detail::any_tensor>& captured,
-                      const std::array<const void*, N>& output_keys, Outputs& outputs, const A&... a) {
+  void connect(std::shared_ptr<detail::graph_run> run,
+               const std::unordered_map<const void*, detail::any_tensor>& captured,
+               const std::array<const void*, N>& output_keys, Outputs& outputs, const A&... a) const {
     std::vector<std::shared_ptr<detail::node>> edges;
     std::vector<const void*> keys;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -205,7 +247,8 @@ class static_graph {
     bool any_edge = false;
     for (const auto& e : edges) any_edge = any_edge || e;
     if (!any_edge) return;
-    auto join = std::make_shared<detail::graph_join_node>(std::move(run), std::move(edges), std::move(keys));
+    auto join = std::make_shared<detail::graph_join_node>(std::move(run), replay(output_keys, a...), std::move(edges),
+                                                          std::move(keys));
     [&]<std::size_t... K>(std::index_sequence<K...>) {
       (attach(join, output_keys[K], std::get<K>(outputs)), ...);
     }(std::make_index_sequence<N>{});
@@ -229,12 +272,20 @@ auto jit(F f) {
   return static_graph<F>(std::move(f));
 }
 
+// A static graph already is one.
+template <class F>
+auto jit(static_graph<F> g) {
+  return g;
+}
+
 // jit(grad(f)) is grad(jit(f)): the gradient of a static graph runs its
-// fused forward and its fused backward.
+// fused forward and its fused backward. The rule applies all the way down,
+// so jit(grad(jit(grad(f)))) is grad(grad(jit(f))).
 template <bool WithValue, class F, class Params, class... Options>
 auto jit(detail::gradient_function<WithValue, F, Params, Options...> g) {
-  return detail::gradient_function<WithValue, static_graph<F>, Params, Options...>{static_graph<F>(std::move(g.f)),
-                                                                                    std::move(g.params)};
+  auto inner = jit(std::move(g.f));
+  return detail::gradient_function<WithValue, decltype(inner), Params, Options...>{std::move(inner),
+                                                                                   std::move(g.params)};
 }
 
 // A member function as a static graph: `f(object, args...)` is traced with

@@ -195,10 +195,11 @@ TANDEM_ALWAYS_INLINE void row_body(const Op& op, std::int64_t n, Out out, std::i
     if (done < n)
       gathered_row<C>(op, n - done, shifted(out, done * out_stride), out_stride, advance(in, stride, done, seq), stride,
                       seq);
-    return;
-  }
+  } else
 #endif
-  scalar_row<C>(op, n, out, out_stride, in, stride, seq);
+  {
+    scalar_row<C>(op, n, out, out_stride, in, stride, seq);
+  }
 }
 
 // Ops that are a whole fused group declare `static constexpr bool flatten =
