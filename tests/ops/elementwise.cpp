@@ -1,113 +1,14 @@
-// Elementwise ops against double-precision references: every size that hits a
-// SIMD tail, strided and transposed views, broadcasting, scalars on either
-// side, type promotion, NaN/inf behaviour and error messages.
+// Elementwise ops beyond the op table (tests/ops/op_table_*.cpp, which checks
+// every op's values, edge values, static and fused forms and gradients):
+// type promotion, NaN propagation, in-place arithmetic through views and
+// error messages.
 
 #include <cmath>
 #include <limits>
-#include <numbers>
 
 #include "support/check.hpp"
 
 using namespace tandem;
-using tandem::test::check_values;
-
-namespace {
-
-template <class T, class Ref, class Fn>
-void check_unary(double low, double high, Ref ref, Fn fn, double looser = 1) {
-  std::uint64_t seed = 1;
-  std::vector<shape> shapes;
-  for (auto n : test::tail_sizes) shapes.push_back({n});
-  shapes.push_back({17, 33});
-  for (const shape& s : shapes) {
-    tensor<T> base = test::random_tensor<T>(s, low, high, seed++);
-    std::vector<double> want;
-    for (double v : test::values_of(base)) want.push_back(ref(v));
-    for (auto& [layout, x] : test::layouts(base)) {
-      auto got = fn(x);
-      using R = typename decltype(got)::value_type;
-      check_values(got, s, want, layout + " " + to_string(s), test::tolerance<R>::rel * 4 * looser,
-                   test::tolerance<R>::abs);
-    }
-  }
-}
-
-template <class T, class Ref, class Fn>
-void check_binary(double low, double high, Ref ref, Fn fn) {
-  struct pair_case {
-    shape a, b;
-  };
-  std::vector<pair_case> cases;
-  for (auto n : test::tail_sizes) cases.push_back({{n}, {n}});
-  cases.push_back({{3, 1, 5}, {4, 5}});
-  cases.push_back({{1}, {7}});
-  cases.push_back({{17, 1}, {1, 33}});
-  cases.push_back({{}, {6, 2}});
-  std::uint64_t seed = 100;
-  for (const auto& c : cases) {
-    tensor<T> a = test::random_tensor<T>(c.a, low, high, seed++);
-    tensor<T> b = test::random_tensor<T>(c.b, low, high, seed++);
-    shape out = detail::broadcast_shapes(c.a, c.b, "test");
-    std::vector<double> want;
-    test::for_each_index(out, [&](const std::vector<std::int64_t>& i) {
-      want.push_back(ref(test::at_broadcast(a, i), test::at_broadcast(b, i)));
-    });
-    for (auto& [la, xa] : test::layouts(a))
-      for (auto& [lb, xb] : test::layouts(b)) {
-        auto got = fn(xa, xb);
-        using R = typename decltype(got)::value_type;
-        check_values(got, out, want, la + " " + to_string(c.a) + " with " + lb + " " + to_string(c.b),
-                     test::tolerance<R>::rel * 4, test::tolerance<R>::abs);
-      }
-  }
-}
-
-}  // namespace
-
-TEST_CASE_TEMPLATE("unary math matches a double reference", T, float, double) {
-  SUBCASE("abs") check_unary<T>(-5, 5, [](double x) { return std::abs(x); }, [](const auto& x) { return abs(x); });
-  SUBCASE("neg") check_unary<T>(-5, 5, [](double x) { return -x; }, [](const auto& x) { return -x; });
-  SUBCASE("sign") check_unary<T>(-5, 5, [](double x) { return double((x > 0) - (x < 0)); }, [](const auto& x) { return sign(x); });
-  SUBCASE("square") check_unary<T>(-5, 5, [](double x) { return x * x; }, [](const auto& x) { return square(x); });
-  SUBCASE("exp") check_unary<T>(-80, 80, [](double x) { return std::exp(x); }, [](const auto& x) { return exp(x); });
-  SUBCASE("log") check_unary<T>(1e-3, 1e3, [](double x) { return std::log(x); }, [](const auto& x) { return log(x); });
-  SUBCASE("log1p") check_unary<T>(-0.9, 10, [](double x) { return std::log1p(x); }, [](const auto& x) { return log1p(x); });
-  SUBCASE("expm1") check_unary<T>(-5, 5, [](double x) { return std::expm1(x); }, [](const auto& x) { return expm1(x); });
-  SUBCASE("sqrt") check_unary<T>(0, 100, [](double x) { return std::sqrt(x); }, [](const auto& x) { return sqrt(x); });
-  SUBCASE("rsqrt") check_unary<T>(0.01, 100, [](double x) { return 1 / std::sqrt(x); }, [](const auto& x) { return rsqrt(x); });
-  SUBCASE("sin") check_unary<T>(-10, 10, [](double x) { return std::sin(x); }, [](const auto& x) { return sin(x); });
-  SUBCASE("cos") check_unary<T>(-10, 10, [](double x) { return std::cos(x); }, [](const auto& x) { return cos(x); });
-  SUBCASE("tanh") check_unary<T>(-10, 10, [](double x) { return std::tanh(x); }, [](const auto& x) { return tanh(x); });
-  SUBCASE("sigmoid") check_unary<T>(-30, 30, [](double x) { return 1 / (1 + std::exp(-x)); }, [](const auto& x) { return sigmoid(x); });
-  SUBCASE("relu") check_unary<T>(-5, 5, [](double x) { return x > 0 ? x : 0; }, [](const auto& x) { return relu(x); });
-  // xsimd's double erfc is good to about 4e-12 relative.
-  SUBCASE("gelu") check_unary<T>(-6, 6, [](double x) { return 0.5 * x * std::erfc(-x / std::numbers::sqrt2); },
-                                 [](const auto& x) { return gelu(x); }, std::is_same_v<T, double> ? 25 : 1);
-  SUBCASE("softplus") check_unary<T>(-30, 30, [](double x) { return std::log1p(std::exp(-std::abs(x))) + std::max(x, 0.0); },
-                                     [](const auto& x) { return softplus(x); });
-  SUBCASE("clamp") check_unary<T>(-5, 5, [](double x) { return std::clamp(x, -1.0, 2.5); },
-                                  [](const auto& x) { return clamp(x, -1, 2.5); });
-}
-
-TEST_CASE_TEMPLATE("binary arithmetic matches a double reference", T, float, double) {
-  SUBCASE("add") check_binary<T>(-5, 5, [](double a, double b) { return a + b; }, [](const auto& a, const auto& b) { return a + b; });
-  SUBCASE("sub") check_binary<T>(-5, 5, [](double a, double b) { return a - b; }, [](const auto& a, const auto& b) { return a - b; });
-  SUBCASE("mul") check_binary<T>(-5, 5, [](double a, double b) { return a * b; }, [](const auto& a, const auto& b) { return a * b; });
-  SUBCASE("div") check_binary<T>(0.5, 5, [](double a, double b) { return a / b; }, [](const auto& a, const auto& b) { return a / b; });
-  SUBCASE("pow") check_binary<T>(0.1, 3, [](double a, double b) { return std::pow(a, b); }, [](const auto& a, const auto& b) { return pow(a, b); });
-  SUBCASE("maximum") check_binary<T>(-5, 5, [](double a, double b) { return std::max(a, b); }, [](const auto& a, const auto& b) { return maximum(a, b); });
-  SUBCASE("minimum") check_binary<T>(-5, 5, [](double a, double b) { return std::min(a, b); }, [](const auto& a, const auto& b) { return minimum(a, b); });
-  SUBCASE("where") check_binary<T>(-5, 5, [](double a, double b) { return a > b ? a : b * 2; },
-                                   [](const auto& a, const auto& b) { return where(a > b, a, b * 2); });
-}
-
-TEST_CASE_TEMPLATE("integer arithmetic is exact", T, std::int32_t, std::int64_t) {
-  SUBCASE("add") check_binary<T>(-1000, 1000, [](double a, double b) { return a + b; }, [](const auto& a, const auto& b) { return a + b; });
-  SUBCASE("mul") check_binary<T>(-1000, 1000, [](double a, double b) { return a * b; }, [](const auto& a, const auto& b) { return a * b; });
-  SUBCASE("maximum") check_binary<T>(-9, 9, [](double a, double b) { return std::max(a, b); }, [](const auto& a, const auto& b) { return maximum(a, b); });
-  SUBCASE("compare") check_binary<T>(-3, 3, [](double a, double b) { return double(a <= b); }, [](const auto& a, const auto& b) { return a <= b; });
-  SUBCASE("abs") check_unary<T>(-100, 100, [](double x) { return std::abs(x); }, [](const auto& x) { return abs(x); });
-}
 
 TEST_CASE("comparisons and logical ops give bool tensors") {
   tensor<float> a{1, 2, 3, std::numeric_limits<float>::quiet_NaN()};

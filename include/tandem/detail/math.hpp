@@ -6,6 +6,8 @@
 // xsimd 8.1's AVX-512 operator!= is an ordered compare, false for NaN != NaN.
 
 #include <cmath>
+#include <limits>
+#include <numbers>
 #include <type_traits>
 
 #include "tandem/core/config.hpp"
@@ -44,20 +46,93 @@ template <number T> TANDEM_HOST_DEVICE T minimum(T a, T b) {
 }
 
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
-template <class T, class A> xsimd::batch<T, A> exp(const xsimd::batch<T, A>& x) { return xsimd::exp(x); }
-template <class T, class A> xsimd::batch<T, A> log(const xsimd::batch<T, A>& x) { return xsimd::log(x); }
+// xsimd 8.1's exp overflows early: exp(709.7) is 1.65e308 but came out inf
+// (float: 88.7). Near the top it is computed as exp(x / 2) squared, which
+// halves x exactly. (Results below the least normal value flush to zero, as
+// in xsimd.)
+template <class T, class A> xsimd::batch<T, A> exp(const xsimd::batch<T, A>& x) {
+  using batch = xsimd::batch<T, A>;
+  const auto near_overflow = x > batch(std::is_same_v<T, float> ? T(80) : T(700));
+  batch result = xsimd::exp(xsimd::select(near_overflow, x * batch(T(0.5)), x));
+  return xsimd::select(near_overflow, result * result, result);
+}
+// xsimd 8.1's log reads a subnormal's exponent as the least normal one's
+// (double: log(1.5e-323) came out -746.5, not -743.3): such inputs are
+// scaled into the normal range first, and the scale taken off after.
+template <class T, class A> xsimd::batch<T, A> log(const xsimd::batch<T, A>& x) {
+  using batch = xsimd::batch<T, A>;
+  constexpr int shift = std::numeric_limits<T>::digits;
+  const auto subnormal = x < batch(std::numeric_limits<T>::min());
+  batch scaled = xsimd::select(subnormal, x * batch(std::ldexp(T(1), shift)), x);
+  batch result = xsimd::log(scaled);
+  return xsimd::select(subnormal, result - batch(T(shift) * std::numbers::ln2_v<T>), result);
+}
 template <class T, class A> xsimd::batch<T, A> log1p(const xsimd::batch<T, A>& x) { return xsimd::log1p(x); }
-template <class T, class A> xsimd::batch<T, A> expm1(const xsimd::batch<T, A>& x) { return xsimd::expm1(x); }
+// xsimd 8.1's expm1 overflows early, as its exp does; where exp(x) is that
+// large, expm1(x) rounds to it.
+template <class T, class A> xsimd::batch<T, A> expm1(const xsimd::batch<T, A>& x) {
+  using batch = xsimd::batch<T, A>;
+  const auto large = x > batch(std::is_same_v<T, float> ? T(80) : T(700));
+  return xsimd::select(large, math::exp(x), xsimd::expm1(xsimd::select(large, batch(T(0)), x)));
+}
 template <class T, class A> xsimd::batch<T, A> sqrt(const xsimd::batch<T, A>& x) { return xsimd::sqrt(x); }
 template <class T, class A> xsimd::batch<T, A> sin(const xsimd::batch<T, A>& x) { return xsimd::sin(x); }
 template <class T, class A> xsimd::batch<T, A> cos(const xsimd::batch<T, A>& x) { return xsimd::cos(x); }
 template <class T, class A> xsimd::batch<T, A> tanh(const xsimd::batch<T, A>& x) { return xsimd::tanh(x); }
-template <class T, class A> xsimd::batch<T, A> erf(const xsimd::batch<T, A>& x) { return xsimd::erf(x); }
-template <class T, class A> xsimd::batch<T, A> erfc(const xsimd::batch<T, A>& x) { return xsimd::erfc(x); }
+// xsimd 8.1's double erf and erfc square their argument, so beyond about
+// 1e154 they return NaN. Past `bound` both are constant in T (erf is +-1,
+// erfc 0 or 2), so the argument is clamped there; NaN passes through.
+template <class T, class A>
+xsimd::batch<T, A> clamped_magnitude(const xsimd::batch<T, A>& x, T bound) {
+  using batch = xsimd::batch<T, A>;
+  return xsimd::select(xsimd::abs(x) > batch(bound), xsimd::copysign(batch(bound), x), x);
+}
+template <class T, class A> xsimd::batch<T, A> erf(const xsimd::batch<T, A>& x) {
+  return xsimd::erf(clamped_magnitude(x, T(6)));
+}
+template <class T, class A> xsimd::batch<T, A> erfc(const xsimd::batch<T, A>& x) {
+  return xsimd::erfc(clamped_magnitude(x, T(30)));
+}
 template <class T, class A> xsimd::batch<T, A> abs(const xsimd::batch<T, A>& x) { return xsimd::abs(x); }
+// xsimd 8.1's pow is right for finite nonzero bases and finite exponents,
+// and wrong at most of IEEE's special cases (pow(0, 0) came out 0, pow(1,
+// nan) and pow(-inf, 0.5) nan, pow(-1, 1e300) -1). It runs on the base's
+// magnitude here, the sign is set from the exponent (every large exponent
+// is an even integer), and the special cases follow C99 Annex F, as
+// std::pow does on the scalar path.
 template <class T, class A>
 xsimd::batch<T, A> pow(const xsimd::batch<T, A>& x, const xsimd::batch<T, A>& y) {
-  return xsimd::pow(x, y);
+  using batch = xsimd::batch<T, A>;
+  const batch zero(T(0)), one(T(1)), inf(std::numeric_limits<T>::infinity());
+  const auto integer = xsimd::floor(y) == y;
+  const batch half = y * batch(T(0.5));
+  const auto odd = integer & (xsimd::floor(half) != half);
+  const auto positive = y > zero, negative = y < zero;
+  const batch magnitude = xsimd::abs(x);
+  // A subnormal base is scaled into the normal range (xsimd's log misreads
+  // it, see log above) and the scale's power taken off after.
+  constexpr int shift = std::numeric_limits<T>::digits;
+  const auto subnormal = magnitude < batch(std::numeric_limits<T>::min()) & x != zero;
+  batch r = xsimd::pow(xsimd::select(subnormal, magnitude * batch(std::ldexp(T(1), shift)), magnitude), y);
+  r = xsimd::select(subnormal, r * xsimd::exp2(y * batch(T(-shift))), r);
+  // A negative base: the sign of an odd integer power, no real non-integer one.
+  const auto below_zero = x < zero;
+  r = xsimd::select(below_zero & !integer, batch(std::numeric_limits<T>::quiet_NaN()), r);
+  r = xsimd::select(below_zero & odd, -r, r);
+  // A zero base: signed where the exponent is an odd integer.
+  const batch signed_zero = xsimd::select(odd, x, zero);
+  r = xsimd::select(x == zero & positive, signed_zero, r);
+  r = xsimd::select(x == zero & negative, xsimd::select(odd, xsimd::copysign(inf, x), inf), r);
+  // An infinite base.
+  r = xsimd::select(x == inf, xsimd::select(positive, inf, zero), r);
+  r = xsimd::select(x == -inf & positive, xsimd::select(odd, -inf, inf), r);
+  r = xsimd::select(x == -inf & negative, xsimd::select(odd, -zero, zero), r);
+  // An infinite exponent.
+  r = xsimd::select(y == inf, xsimd::select(magnitude < one, zero, inf), r);
+  r = xsimd::select(y == -inf, xsimd::select(magnitude < one, inf, zero), r);
+  r = xsimd::select(magnitude == one & xsimd::isinf(y), one, r);
+  r = xsimd::select(xsimd::isnan(x) | xsimd::isnan(y), x + y, r);
+  return xsimd::select(x == one | y == zero, one, r);
 }
 template <class T, class A>
 xsimd::batch<T, A> select(const xsimd::batch_bool<T, A>& c, const xsimd::batch<T, A>& a,

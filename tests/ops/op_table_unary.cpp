@@ -1,0 +1,86 @@
+// The op table's unary ops (tests/ops/op_table.hpp runs each down every path
+// it lists): each op once, with its reference in double and its domain.
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "ops/op_table.hpp"
+
+using namespace tandem;
+using namespace tandem::test;
+
+namespace {
+double logistic(double x) { return 1 / (1 + std::exp(-x)); }
+double positive_part(double x) { return x > 0 ? x : 0; }
+}  // namespace
+
+TEST_CASE("op table: neg, abs, sign, square") {
+  check_unary_op(unary("neg", [](const auto& x) { return -x; }, [](double x) { return -x; }, {}, and_integers));
+  check_unary_op(unary("abs", [](const auto& x) { return abs(x); }, [](double x) { return std::abs(x); },
+                       {}, and_integers));
+  check_unary_op(unary("sign", [](const auto& x) { return sign(x); },
+                       [](double x) { return std::isnan(x) ? x : double((x > 0) - (x < 0)); }));
+  check_unary_op(unary("square", [](const auto& x) { return square(x); }, [](double x) { return x * x; },
+                       {}, and_integers));
+}
+
+TEST_CASE("op table: exp, log, log1p, expm1") {
+  check_unary_op(unary("exp", [](const auto& x) { return exp(x); }, [](double x) { return std::exp(x); },
+                       {.values = {-80, 80}}));
+  check_unary_op(unary("log", [](const auto& x) { return log(x); }, [](double x) { return std::log(x); },
+                       {.values = {1e-3, 1e3}, .slope = {0.3, 1.5}, .signed_slope = false}));
+  check_unary_op(unary("log1p", [](const auto& x) { return log1p(x); }, [](double x) { return std::log1p(x); },
+                       {.values = {-0.9, 10}, .slope = {0.3, 1.5}, .signed_slope = false}));
+  check_unary_op(unary("expm1", [](const auto& x) { return expm1(x); }, [](double x) { return std::expm1(x); }));
+}
+
+TEST_CASE("op table: sqrt, rsqrt") {
+  check_unary_op(unary("sqrt", [](const auto& x) { return sqrt(x); }, [](double x) { return std::sqrt(x); },
+                       {.values = {0, 100}, .slope = {0.3, 1.5}, .signed_slope = false}));
+  check_unary_op(unary("rsqrt", [](const auto& x) { return rsqrt(x); }, [](double x) { return 1 / std::sqrt(x); },
+                       {.values = {0.01, 100}, .slope = {0.3, 1.5}, .signed_slope = false}));
+}
+
+TEST_CASE("op table: sin, cos, tanh, sigmoid") {
+  check_unary_op(unary("sin", [](const auto& x) { return sin(x); }, [](double x) { return std::sin(x); },
+                       {.values = {-10, 10}}));
+  check_unary_op(unary("cos", [](const auto& x) { return cos(x); }, [](double x) { return std::cos(x); },
+                       {.values = {-10, 10}}));
+  check_unary_op(unary("tanh", [](const auto& x) { return tanh(x); }, [](double x) { return std::tanh(x); },
+                       {.values = {-10, 10}}));
+  check_unary_op(unary("sigmoid", [](const auto& x) { return sigmoid(x); }, logistic, {.values = {-30, 30}}));
+}
+
+TEST_CASE("op table: erf, erfc") {
+  check_unary_op(unary("erf", [](const auto& x) { return erf(x); }, [](double x) { return std::erf(x); },
+                       {.values = {-4, 4}}));
+  // xsimd's double erfc is good to about 4e-12 relative (2.2 is the worst).
+  check_unary_op(unary("erfc", [](const auto& x) { return erfc(x); }, [](double x) { return std::erfc(x); },
+                       {.values = {-4, 8}, .looser = 25}));
+}
+
+TEST_CASE("op table: relu, gelu, softplus, clamp") {
+  check_unary_op(unary("relu", [](const auto& x) { return relu(x); },
+                       [](double x) { return std::isnan(x) ? x : positive_part(x); }));
+  // xsimd's double erfc is good to about 4e-12 relative.
+  check_unary_op(unary("gelu", [](const auto& x) { return gelu(x); },
+                       [](double x) { return 0.5 * x * std::erfc(-x / std::numbers::sqrt2); },
+                       {.values = {-6, 6}, .looser = 25}));
+  check_unary_op(unary("softplus", [](const auto& x) { return softplus(x); },
+                       [](double x) { return std::log1p(std::exp(-std::abs(x))) + std::max(x, 0.0); },
+                       {.values = {-30, 30}}));
+  check_unary_op(unary("clamp", [](const auto& x) { return clamp(x, -1, 2.5); },
+                       [](double x) { return std::isnan(x) ? x : std::clamp(x, -1.0, 2.5); }));
+}
+
+TEST_CASE("op table: isnan, isinf, isfinite, logical_not") {
+  check_unary_op(unary("isnan", [](const auto& x) { return isnan(x); }, [](double x) { return double(std::isnan(x)); },
+                       {.paths = value_paths}));
+  check_unary_op(unary("isinf", [](const auto& x) { return isinf(x); }, [](double x) { return double(std::isinf(x)); },
+                       {.paths = value_paths}));
+  check_unary_op(unary("isfinite", [](const auto& x) { return isfinite(x); },
+                       [](double x) { return double(std::isfinite(x)); }, {.paths = value_paths}));
+  check_unary_op(unary("logical_not", [](const auto& x) { return logical_not(x > 0.0); },
+                       [](double x) { return double(!(x > 0)); }, {.paths = value_paths}));
+}
