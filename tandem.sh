@@ -3,8 +3,10 @@
 # missing (Debian packages), configure, build, and run the main demo or the
 # whole test suite; `./tandem.sh sanitize` runs the suite under ASan and
 # UBSan, `./tandem.sh clang` builds and runs it with clang, and
-# `./tandem.sh portable` for x86-64-v2 (SSE4.2, no AVX). Any failure exits
-# non-zero.
+# `./tandem.sh portable` for x86-64-v2 (SSE4.2, no AVX). `./tandem.sh tsan`
+# runs the tests that start threads under ThreadSanitizer, and
+# `./tandem.sh fuzz [seconds]` each libFuzzer target (clang) for that long,
+# 60 s by default. Any failure exits non-zero.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -43,11 +45,18 @@ case "${1:-}" in
     cmake --build --preset release -j "$jobs"
     ctest --preset release -j "$jobs"
     ;;
-  sanitize | portable)
+  sanitize | portable | tsan)
     install_missing
     cmake --preset "$1" >/dev/null
     cmake --build --preset "$1" -j "$jobs"
     ctest --preset "$1" -j "$jobs"
+    ;;
+  fuzz)
+    # libFuzzer's runtime is libclang-rt's, which clang only recommends.
+    install_missing clang libclang-rt-14-dev
+    cmake --preset fuzz -DTANDEM_FUZZ_SECONDS="${2:-60}" >/dev/null
+    cmake --build --preset fuzz -j "$jobs"
+    ctest --preset fuzz -j "$jobs"
     ;;
   clang)
     install_missing clang
@@ -56,7 +65,7 @@ case "${1:-}" in
     ctest --preset clang -j "$jobs"
     ;;
   *)
-    echo "usage: ./tandem.sh demo | test | sanitize | clang | portable" >&2
+    echo "usage: ./tandem.sh demo | test | sanitize | clang | portable | tsan | fuzz [seconds]" >&2
     exit 2
     ;;
 esac

@@ -144,3 +144,13 @@ TEST_CASE("an empty tensor is valid everywhere") {
   CHECK(empty_rows.transpose(0, 1).contiguous().shape() == shape{5, 0});
   CHECK(empty_rows.to_vector().empty());
 }
+
+TEST_CASE("a shape whose extents multiply past int64 is refused, even with no elements") {
+  const std::int64_t big = std::int64_t{1} << 40;
+  CHECK_THROWS_WITH_AS(tensor<float>(shape{0, big, big}),
+                       "tandem: a tensor of shape [0, 1099511627776, 1099511627776] would have more elements than a "
+                       "64-bit index can count",
+                       shape_error);
+  CHECK_THROWS_AS(tensor<float>(shape{big, big, 0}), shape_error);
+  CHECK(tensor<float>(shape{0, big}).numel() == 0);
+}

@@ -111,6 +111,10 @@ TEST_CASE("bad IDX files throw io_error naming the file and the fault") {
                        doctest::Contains("more than 16 GiB"), io_error);
   CHECK_THROWS_WITH_AS(data::read_idx(write_raw("claims_a_gigabyte", header(0x08, {1u << 30}))),
                        doctest::Contains("is truncated"), io_error);
+  // Found by the fuzzer (tests/fuzz/corpus/idx/found_overflowing_empty_shape.idx):
+  // no data, but extents beyond the zero whose product overflows.
+  CHECK_THROWS_WITH_AS(data::read_idx(write_raw("empty_but_huge", header(0x08, {0, 0xFFFFFFFF, 0xFFFFFFFF, 7}))),
+                       doctest::Contains("more than 16 GiB"), io_error);
   auto corrupt_gzip = [&] {
     auto path = write_gzip("corrupt.gz", bytes);
     std::vector<char> raw;

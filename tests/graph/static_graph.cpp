@@ -1,7 +1,5 @@
 #include <doctest/doctest.h>
 
-#include <atomic>
-#include <thread>
 #include <vector>
 
 #include "support/check.hpp"
@@ -98,43 +96,6 @@ TEST_CASE("plans are cached per signature; scalars never build a new plan") {
   REQUIRE(stats.signatures.size() == 3);
   CHECK(stats.signatures[0] == "float32[3]@cpu");
   CHECK(stats.signatures[1] == "float32[2, 3]@cpu");
-}
-
-TEST_CASE("several threads may call one static graph at once") {
-  auto f = jit([](auto x) { return sqrt(x) + 1; });
-  std::vector<std::thread> threads;
-  std::vector<int> ok(4, 0);
-  for (int t = 0; t < 4; ++t)
-    threads.emplace_back([&, t] {
-      tensor<float> x = full<float>({100 + t}, 4.0f);
-      bool good = true;
-      for (int i = 0; i < 50; ++i) good = good && f(x).at(0) == 3.0f;
-      ok[t] = good;
-    });
-  for (auto& th : threads) th.join();
-  for (int t = 0; t < 4; ++t) CHECK(ok[t] == 1);
-  CHECK(f.statistics().misses == 4);
-}
-
-TEST_CASE("first calls racing with one signature keep one plan: one miss, every other call a hit") {
-  for (int round = 0; round < 20; ++round) {
-    auto f = jit([](auto x) { return x * 2 + 1; });
-    std::atomic<int> ready{0};
-    std::vector<std::thread> threads;
-    for (int t = 0; t < 4; ++t)
-      threads.emplace_back([&] {
-        tensor<float> x = full<float>({64}, 1.0f);
-        ready.fetch_add(1);
-        while (ready.load() < 4) std::this_thread::yield();
-        for (int i = 0; i < 5; ++i) f(x);
-      });
-    for (auto& th : threads) th.join();
-    plan_statistics stats = f.statistics();
-    INFO("round " << round);
-    CHECK(stats.misses == 1);
-    CHECK(stats.hits == 19);
-    CHECK(stats.signatures.size() == 1);
-  }
 }
 
 TEST_CASE("shape errors found while planning name the op and the shapes") {

@@ -22,6 +22,11 @@ TANDEM_LIBRARY_FUNCTION std::string to_string(std::span<const std::int64_t> s) {
 
 namespace detail {
 
+TANDEM_LIBRARY_FUNCTION void throw_too_many_elements(const shape& s) {
+  throw shape_error("tandem: a tensor of shape " + to_string(s) +
+                    " would have more elements than a 64-bit index can count");
+}
+
 TANDEM_LIBRARY_FUNCTION std::int64_t normalize_axis(std::int64_t axis, const shape& s, const char* op, std::int64_t added) {
   std::int64_t rank = s.rank() + added;
   std::int64_t fixed = axis < 0 ? axis + rank : axis;

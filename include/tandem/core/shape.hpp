@@ -39,12 +39,18 @@ inline std::string to_string(const shape& s) { return to_string(std::span<const 
 
 namespace detail {
 
+[[noreturn]] void throw_too_many_elements(const shape& s);
+
+// Row-major strides. A shape whose extents multiply past what int64 counts
+// (zeros aside: [0, 2^40, 2^40] has no elements, but its strides would
+// overflow) is refused here, where every tensor's layout is made.
 inline dims contiguous_strides(const shape& s) {
   dims strides(s.size(), 1);
-  std::int64_t step = 1;
+  std::int64_t step = 1, nonzero = 1;
   for (std::size_t i = s.size(); i-- > 0;) {
     strides[i] = step;
     step *= s[i];
+    if (s[i] != 0 && __builtin_mul_overflow(nonzero, s[i], &nonzero)) throw_too_many_elements(s);
   }
   return strides;
 }

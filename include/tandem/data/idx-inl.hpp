@@ -113,15 +113,19 @@ TANDEM_LIBRARY_FUNCTION idx_file read_idx(const std::string& path) {
   if (size == 0) throw fail("has an unknown element type (byte 3 of its magic number is " + std::to_string(magic[2]) + ")");
   if (magic[3] == 0 || magic[3] > 8) throw fail("has " + std::to_string(magic[3]) + " axes (1 to 8 are allowed)");
   idx_file file{{}, static_cast<idx_type>(magic[2]), {}};
-  std::uint64_t count = 1;
+  // The limit holds for the extents other than zero too: an empty file of
+  // shape [0, 4294967295, 4294967295, ...] would make a tensor whose strides
+  // overflow.
+  std::uint64_t count = 1, nonzero = 1;
   for (int axis = 0; axis < magic[3]; ++axis) {
     std::uint8_t b[4];
     in.exactly(b, 4, "header");
     std::uint64_t extent = (std::uint64_t{b[0]} << 24) | (std::uint64_t{b[1]} << 16) | (std::uint64_t{b[2]} << 8) | b[3];
-    if (extent != 0 && count > detail::idx_max_bytes / size / extent)
+    if (extent != 0 && nonzero > detail::idx_max_bytes / size / extent)
       throw fail("declares more than 16 GiB of data (axis " + std::to_string(axis) + " has extent " +
                  std::to_string(extent) + ")");
     count *= extent;
+    if (extent != 0) nonzero *= extent;
     file.extent.push_back(static_cast<std::int64_t>(extent));
   }
   // Read in chunks, so that a header declaring more data than the file has

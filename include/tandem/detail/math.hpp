@@ -112,7 +112,7 @@ xsimd::batch<T, A> pow(const xsimd::batch<T, A>& x, const xsimd::batch<T, A>& y)
   // A subnormal base is scaled into the normal range (xsimd's log misreads
   // it, see log above) and the scale's power taken off after.
   constexpr int shift = std::numeric_limits<T>::digits;
-  const auto subnormal = magnitude < batch(std::numeric_limits<T>::min()) & x != zero;
+  const auto subnormal = (magnitude < batch(std::numeric_limits<T>::min())) & (x != zero);
   batch r = xsimd::pow(xsimd::select(subnormal, magnitude * batch(std::ldexp(T(1), shift)), magnitude), y);
   r = xsimd::select(subnormal, r * xsimd::exp2(y * batch(T(-shift))), r);
   // A negative base: the sign of an odd integer power, no real non-integer one.
@@ -121,18 +121,18 @@ xsimd::batch<T, A> pow(const xsimd::batch<T, A>& x, const xsimd::batch<T, A>& y)
   r = xsimd::select(below_zero & odd, -r, r);
   // A zero base: signed where the exponent is an odd integer.
   const batch signed_zero = xsimd::select(odd, x, zero);
-  r = xsimd::select(x == zero & positive, signed_zero, r);
-  r = xsimd::select(x == zero & negative, xsimd::select(odd, xsimd::copysign(inf, x), inf), r);
+  r = xsimd::select((x == zero) & positive, signed_zero, r);
+  r = xsimd::select((x == zero) & negative, xsimd::select(odd, xsimd::copysign(inf, x), inf), r);
   // An infinite base.
   r = xsimd::select(x == inf, xsimd::select(positive, inf, zero), r);
-  r = xsimd::select(x == -inf & positive, xsimd::select(odd, -inf, inf), r);
-  r = xsimd::select(x == -inf & negative, xsimd::select(odd, -zero, zero), r);
+  r = xsimd::select((x == -inf) & positive, xsimd::select(odd, -inf, inf), r);
+  r = xsimd::select((x == -inf) & negative, xsimd::select(odd, -zero, zero), r);
   // An infinite exponent.
   r = xsimd::select(y == inf, xsimd::select(magnitude < one, zero, inf), r);
   r = xsimd::select(y == -inf, xsimd::select(magnitude < one, inf, zero), r);
-  r = xsimd::select(magnitude == one & xsimd::isinf(y), one, r);
+  r = xsimd::select((magnitude == one) & xsimd::isinf(y), one, r);
   r = xsimd::select(xsimd::isnan(x) | xsimd::isnan(y), x + y, r);
-  return xsimd::select(x == one | y == zero, one, r);
+  return xsimd::select((x == one) | (y == zero), one, r);
 }
 template <class T, class A>
 xsimd::batch<T, A> select(const xsimd::batch_bool<T, A>& c, const xsimd::batch<T, A>& a,
