@@ -474,4 +474,81 @@ void check_binary_op(const Entry& op) {
   }
 }
 
+
+// Ops that are not elementwise (reductions, softmax, matmul, the view ops):
+// an entry is a function of one tensor x of rank 2, checked on shapes with
+// SIMD tails along either axis. Their reference is the op in eager double,
+// itself checked against plain loops in the op's own test file
+// (tests/ops/reduce.cpp, softmax.cpp, linalg.cpp, shape.cpp); the table
+// adds every other path: float against double, as a static graph, after an
+// elementwise group (a sum or mean there runs inside the group's loop),
+// gradients by finite differences eagerly and through the static graph, the
+// float backward against double, and the second derivative.
+template <class Fn>
+struct structural_entry {
+  const char* name;
+  Fn fn;
+};
+
+template <class Fn>
+structural_entry<Fn> structural(const char* name, Fn fn) {
+  return {name, fn};
+}
+
+template <class Fn>
+auto after_a_group(const Fn& fn) {
+  return [fn](const auto& x) { return fn(tanh(x) * 1.5 + x * 0.25) * 2.0; };
+}
+
+template <class Entry>
+void check_structural_op(const Entry& op) {
+  INFO("op " << std::string(op.name));
+  auto graph = jit([fn = op.fn](const auto& x) { return std::tuple{fn(x), after_a_group(fn)(x)}; });
+  const std::vector<shape> shapes{{3, 4}, {7, 17}, {1, 33}, {17, 1}, {2, 1000003}};
+  std::uint64_t seed = 300;
+  for (const shape& s : shapes) {
+    INFO("x of shape " << to_string(s));
+    tensor<double> x = random_tensor<double>(s, -1.5, 1.5, seed++);
+    tensor<float> xf = x.astype<float>();
+    tensor<double> want = op.fn(x), want_grouped = after_a_group(op.fn)(x);
+    auto [alone, grouped] = graph(x);
+    check_values(alone, want, "static, double", 1e-12, 1e-12);
+    check_values(grouped, want_grouped, "after a group, static, double", 1e-12, 1e-12);
+    // Float sums over a million elements: their error grows with the count.
+    double loose = s[1] > 1000 ? 1e-3 : 1e-5;
+    auto [alone_f, grouped_f] = graph(xf);
+    check_values(op.fn(xf).template astype<double>(), want, "eager, float", loose, loose);
+    check_values(alone_f.template astype<double>(), want, "static, float", loose, loose);
+    check_values(grouped_f.template astype<double>(), want_grouped, "after a group, static, float", loose, loose);
+
+    // Gradients through the grouped form, seeded with a random sensitivity.
+    generator gen(seed++);
+    tensor<double> sensitivity = uniform<double>(want_grouped.shape(), -1, 1, gen);
+    tensor<double> leaf = x.detach();
+    leaf.set_requires_grad(true);
+    sum(after_a_group(op.fn)(leaf) * sensitivity).backward();
+    tensor<double> static_leaf = x.detach();
+    static_leaf.set_requires_grad(true);
+    sum(std::get<1>(graph(static_leaf)) * sensitivity).backward();
+    check_values(static_leaf.grad(), leaf.grad(), "backward through the static graph, double", 1e-10, 1e-10);
+    tensor<float> float_leaf = xf.detach();
+    float_leaf.set_requires_grad(true);
+    sum(std::get<1>(graph(float_leaf)) * sensitivity.astype<float>()).backward();
+    check_values(float_leaf.grad().template astype<double>(), leaf.grad(), "backward through the static graph, float",
+                 10 * loose, 10 * loose);
+
+    if (numel(s) <= 64) {
+      using inputs = const std::vector<tensor<double>>&;
+      check_gradients([&](inputs v) { return op.fn(v[0]); }, {x}, "eager gradient");
+      check_gradients([&](inputs v) { return std::get<0>(graph(v[0])); }, {x}, "static gradient");
+      check_gradients([&](inputs v) { return std::get<1>(graph(v[0])); }, {x}, "static gradient after a group");
+      check_gradients(
+          [&](inputs v) {
+            return grad([&](const tensor<double>& u) { return sum(std::get<1>(graph(u)) * sensitivity); })(v[0]);
+          },
+          {x}, "static second derivative");
+    }
+  }
+}
+
 }  // namespace tandem::test

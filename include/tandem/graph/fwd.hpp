@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "tandem/core/shape.hpp"
 
@@ -30,6 +31,10 @@ template <class N>
 auto unsqueeze(const sym<N>& x, std::int64_t axis);
 template <class N>
 auto squeeze(const sym<N>& x, std::int64_t axis);
+template <class N>
+auto permute(const sym<N>& x, std::vector<std::int64_t> order);
+template <class N>
+auto take(const sym<N>& x, std::int64_t axis, std::int64_t first, std::int64_t count, std::int64_t step = 1);
 
 namespace detail {
 

@@ -193,7 +193,7 @@ auto squeeze(const sym<N>& x, std::int64_t axis) {
   return detail::apply_eager("squeeze", [axis](const auto& t) { return t.squeeze(axis); }, x);
 }
 template <class N>
-auto take(const sym<N>& x, std::int64_t axis, std::int64_t first, std::int64_t count, std::int64_t step = 1) {
+auto take(const sym<N>& x, std::int64_t axis, std::int64_t first, std::int64_t count, std::int64_t step) {
   return detail::apply_eager(
       "take", [=](const auto& t) { return t.take(axis, first, count, step); }, x);
 }

@@ -143,6 +143,10 @@ class sym {
   auto transpose(std::int64_t a, std::int64_t b) const { return tandem::transpose(*this, a, b); }
   auto unsqueeze(std::int64_t axis) const { return tandem::unsqueeze(*this, axis); }
   auto squeeze(std::int64_t axis) const { return tandem::squeeze(*this, axis); }
+  auto permute(std::vector<std::int64_t> order) const { return tandem::permute(*this, std::move(order)); }
+  auto take(std::int64_t axis, std::int64_t first, std::int64_t count, std::int64_t step = 1) const {
+    return tandem::take(*this, axis, first, count, step);
+  }
 
   // Reading an element has no static form: a traced value has none yet.
   template <class U = value_type>

@@ -142,6 +142,34 @@ tensor<T> broadcast_to(const tensor<T>& x, const shape& target) {
   return x.expand(target);
 }
 
+// The view ops as functions too, so that one generic function may call
+// them on tensors and on symbolic values alike (graph/ops.hpp has the
+// symbolic forms, and sym has the members).
+template <element T>
+tensor<T> reshape(const tensor<T>& x, const shape& s) {
+  return x.reshape(s);
+}
+template <element T>
+tensor<T> transpose(const tensor<T>& x, std::int64_t a, std::int64_t b) {
+  return x.transpose(a, b);
+}
+template <element T>
+tensor<T> permute(const tensor<T>& x, const std::vector<std::int64_t>& order) {
+  return x.permute(order);
+}
+template <element T>
+tensor<T> unsqueeze(const tensor<T>& x, std::int64_t axis) {
+  return x.unsqueeze(axis);
+}
+template <element T>
+tensor<T> squeeze(const tensor<T>& x, std::int64_t axis) {
+  return x.squeeze(axis);
+}
+template <element T>
+tensor<T> take(const tensor<T>& x, std::int64_t axis, std::int64_t first, std::int64_t count, std::int64_t step = 1) {
+  return x.take(axis, first, count, step);
+}
+
 // Joins tensors along an existing axis; all other extents must agree.
 template <element T>
 tensor<T> concat(const std::vector<tensor<T>>& xs, std::int64_t axis = 0) {
