@@ -152,5 +152,7 @@ TEST_CASE("a shape whose extents multiply past int64 is refused, even with no el
                        "64-bit index can count",
                        shape_error);
   CHECK_THROWS_AS(tensor<float>(shape{big, big, 0}), shape_error);
+  // 2^61 doubles are 2^64 bytes: a size that would wrap to zero.
+  CHECK_THROWS_AS(tensor<double>(shape{std::int64_t{1} << 31, std::int64_t{1} << 30}), shape_error);
   CHECK(tensor<float>(shape{0, big}).numel() == 0);
 }

@@ -41,6 +41,21 @@ namespace detail {
 
 [[noreturn]] void throw_too_many_elements(const shape& s);
 
+// The number of elements of a new tensor of shape `s`, each `element_size`
+// bytes: refused where the nonzero extents, or the bytes they take, pass
+// what int64 counts (a wrapped size would allocate a small buffer for a
+// large tensor).
+inline std::int64_t checked_numel(const shape& s, std::int64_t element_size) {
+  std::int64_t nonzero = 1, bytes = 0;
+  bool empty = false;
+  for (std::int64_t extent : s) {
+    if (extent == 0) empty = true;
+    else if (__builtin_mul_overflow(nonzero, extent, &nonzero)) throw_too_many_elements(s);
+  }
+  if (__builtin_mul_overflow(nonzero, element_size, &bytes)) throw_too_many_elements(s);
+  return empty ? 0 : nonzero;
+}
+
 // Row-major strides. A shape whose extents multiply past what int64 counts
 // (zeros aside: [0, 2^40, 2^40] has no elements, but its strides would
 // overflow) is refused here, where every tensor's layout is made.
@@ -49,8 +64,8 @@ inline dims contiguous_strides(const shape& s) {
   std::int64_t step = 1, nonzero = 1;
   for (std::size_t i = s.size(); i-- > 0;) {
     strides[i] = step;
-    step *= s[i];
     if (s[i] != 0 && __builtin_mul_overflow(nonzero, s[i], &nonzero)) throw_too_many_elements(s);
+    step *= s[i];
   }
   return strides;
 }

@@ -67,7 +67,8 @@ class tensor {
 
   // A fresh contiguous tensor of the given shape, its elements uninitialised.
   explicit tensor(tandem::shape s)
-      : storage_(detail::allocate_storage(static_cast<std::size_t>(tandem::numel(s)) * sizeof(T))),
+      : storage_(detail::allocate_storage(
+            static_cast<std::size_t>(detail::checked_numel(s, static_cast<std::int64_t>(sizeof(T)))) * sizeof(T))),
         shape_(std::move(s)),
         strides_(detail::contiguous_strides(shape_)) {}
 

@@ -167,6 +167,44 @@ auto cross_entropy(const L& logits, const Target& target, const Options&... opti
       detail::operand_symbol(logits), detail::operand_symbol(target));
 }
 
+// The index ops, with any of their tensors symbolic (an index may be a
+// captured tensor, or computed in the graph: argmax, say).
+template <class X, class I>
+  requires detail::any_symbolic<X, I> && detail::has_elements<X> && detail::has_elements<I>
+auto index_select(const X& x, std::int64_t axis, const I& index) {
+  return detail::apply_eager(
+      "index_select", [axis](const auto& t, const auto& i) { return index_select(t, axis, i); },
+      detail::operand_symbol(x), detail::operand_symbol(index));
+}
+template <class X, class I>
+  requires detail::any_symbolic<X, I> && detail::has_elements<X> && detail::has_elements<I>
+auto gather(const X& x, std::int64_t axis, const I& index) {
+  return detail::apply_eager(
+      "gather", [axis](const auto& t, const auto& i) { return gather(t, axis, i); }, detail::operand_symbol(x),
+      detail::operand_symbol(index));
+}
+template <class X, class I, class S>
+  requires detail::any_symbolic<X, I, S> && detail::has_elements<X> && detail::has_elements<I> &&
+           detail::has_elements<S>
+auto index_add(const X& x, std::int64_t axis, const I& index, const S& source) {
+  return detail::apply_eager(
+      "index_add", [axis](const auto& t, const auto& i, const auto& s) { return index_add(t, axis, i, s); },
+      detail::operand_symbol(x), detail::operand_symbol(index), detail::operand_symbol(source));
+}
+template <class X, class I, class S>
+  requires detail::any_symbolic<X, I, S> && detail::has_elements<X> && detail::has_elements<I> &&
+           detail::has_elements<S>
+auto scatter_add(const X& x, std::int64_t axis, const I& index, const S& source) {
+  return detail::apply_eager(
+      "scatter_add", [axis](const auto& t, const auto& i, const auto& s) { return scatter_add(t, axis, i, s); },
+      detail::operand_symbol(x), detail::operand_symbol(index), detail::operand_symbol(source));
+}
+template <class T = std::int64_t, class N>
+auto one_hot(const sym<N>& indices, std::int64_t classes) {
+  return detail::apply_eager(
+      "one_hot", [classes](const auto& i) { return one_hot<T>(i, classes); }, indices);
+}
+
 // The view ops, as functions of symbolic values (sym's members call these).
 template <class N>
 auto reshape(const sym<N>& x, const shape& s) {
