@@ -5,8 +5,10 @@
 #include <doctest/doctest.h>
 #include <zlib.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "support/check.hpp"
 #include "tandem/detail/crc32.hpp"
@@ -214,4 +216,41 @@ TEST_CASE("a checkpoint of another model is refused, naming what differs") {
   nn::adam adam(same.named_parameters(), {});
   CHECK_THROWS_WITH_AS(nn::load(path, same, &adam), doctest::Contains("has no 'optimizer.a.weight.exp_avg'"),
                        value_error);
+}
+
+TEST_CASE("a sealed checkpoint whose optimizer scalars are impossible is refused before anything is written") {
+  // Found by the checkpoint fuzzer (tests/fuzz/corpus/checkpoint/found_negative_learning_rate):
+  // the model was written before the learning rate was refused.
+  generator gen(8);
+  small_net net(gen);
+  nn::adam opt(net.named_parameters(), {.lr = 0.05});
+  auto path = scratch("scalars.ckpt");
+  nn::save(path, net, &opt);
+  auto good = read_bytes(path);
+  generator other(9);
+  small_net target(other);
+  nn::adam target_opt(target.named_parameters(), {.lr = 0.5});
+  auto before = snapshot(target);
+  // The optimizer's scalars (steps, learning rate) are the file's last
+  // data, just before the checksum.
+  for (double lr : {-1.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
+    auto bytes = good;
+    std::memcpy(bytes.data() + bytes.size() - 12, &lr, sizeof lr);
+    std::uint32_t crc = detail::crc32(bytes.data(), bytes.size() - 4);
+    for (int b = 0; b < 4; ++b) bytes[bytes.size() - 4 + static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(crc >> (8 * b));
+    write_bytes(scratch("bad_scalars.ckpt"), bytes);
+    CHECK_THROWS_AS(nn::load(scratch("bad_scalars.ckpt"), target, &target_opt), value_error);
+    CHECK(snapshot(target) == before);
+    CHECK(target_opt.learning_rate() == 0.5);
+  }
+  for (double steps : {-3.0, 1.5, 1e300}) {
+    auto bytes = good;
+    std::memcpy(bytes.data() + bytes.size() - 20, &steps, sizeof steps);
+    std::uint32_t crc = detail::crc32(bytes.data(), bytes.size() - 4);
+    for (int b = 0; b < 4; ++b) bytes[bytes.size() - 4 + static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(crc >> (8 * b));
+    write_bytes(scratch("bad_scalars.ckpt"), bytes);
+    CHECK_THROWS_AS(nn::load(scratch("bad_scalars.ckpt"), target, &target_opt), value_error);
+    CHECK(snapshot(target) == before);
+    CHECK(target_opt.steps() == 0);
+  }
 }

@@ -246,19 +246,29 @@ TANDEM_LIBRARY_FUNCTION void load(const std::filesystem::path& path, module_base
     throw value_error("tandem::nn::load: '" + where + "' holds " + std::to_string(entries.size()) +
                       " entries, the model and optimizer " + std::to_string(wanted.size()));
 
-  no_grad writing;
+  // Read every value, and check the optimizer's scalars, before writing
+  // any: a refused file leaves the model and the optimizer as they were.
+  std::vector<detail::stored_tensor> staged;
   for (auto& [name, value] : wanted) {
     const detail::stored_entry& e = *by_name.at(name);
     detail::byte_reader values(bytes.data() + data_start + e.offset, e.length, where);
     std::visit(
         [&](auto& t) {
           using T = typename std::decay_t<decltype(t)>::value_type;
-          tensor<T> staged(t.shape());
-          for (std::int64_t i = 0; i < staged.numel(); ++i) staged.data()[i] = values.get<T>("a value");
-          t.assign(staged);
+          tensor<T> read(t.shape());
+          for (std::int64_t i = 0; i < read.numel(); ++i) read.data()[i] = values.get<T>("a value");
+          staged.emplace_back(std::move(read));
         },
         value);
+    if (opt && name == "optimizer.steps_and_learning_rate") {
+      const auto* scalars = std::get_if<tensor<double>>(&staged.back());
+      if (!scalars || scalars->numel() != 2) throw fail("has optimizer scalars of the wrong form");
+      optimizer::check_restored_scalars(scalars->data()[0], scalars->data()[1]);
+    }
   }
+  no_grad writing;
+  for (std::size_t k = 0; k < wanted.size(); ++k)
+    std::visit([&](auto& t) { t.assign(std::get<std::decay_t<decltype(t)>>(staged[k])); }, wanted[k].second);
   if (opt) opt->restored_from_state();
 }
 

@@ -3,6 +3,9 @@
 // inline in header-only builds, compiled once into tandem::compiled
 // (TANDEM_LIBRARY_FUNCTION, core/config.hpp).
 
+#include <cmath>
+#include <limits>
+
 #include "tandem/nn/optimizer.hpp"
 
 namespace tandem::nn {
@@ -49,7 +52,15 @@ optimizer::state() const {
   return out;
 }
 
+TANDEM_LIBRARY_FUNCTION void optimizer::check_restored_scalars(double steps, double lr) {
+  if (!(steps >= 0 && steps <= 9007199254740992.0 && steps == std::floor(steps)))
+    throw value_error("tandem::nn::optimizer: a restored step count must be a whole number from 0 to 2^53");
+  if (!(lr >= 0 && lr <= std::numeric_limits<double>::max()))
+    throw value_error("tandem::nn::optimizer: a restored learning rate must be finite and not negative");
+}
+
 TANDEM_LIBRARY_FUNCTION void optimizer::restored_from_state() {
+  check_restored_scalars(scalars_.data()[0], scalars_.data()[1]);
   steps_ = static_cast<std::int64_t>(scalars_.data()[0]);
   set_learning_rate(scalars_.data()[1]);
 }

@@ -91,6 +91,10 @@ class optimizer {
   // into them, then restored_from_state() reads the scalars back.
   std::vector<std::pair<std::string, std::variant<tensor<float>, tensor<double>>>> state() const;
   void restored_from_state();
+  // Throws unless `steps` is a whole count an int64 holds and `lr` a
+  // learning rate: a checkpoint's scalars, checked before anything is
+  // written (nn::load).
+  static void check_restored_scalars(double steps, double lr);
 
  protected:
   optimizer(const std::vector<named_tensor>& parameters, double lr, std::vector<std::string> state_names);
