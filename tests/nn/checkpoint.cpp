@@ -232,23 +232,22 @@ TEST_CASE("a sealed checkpoint whose optimizer scalars are impossible is refused
   nn::adam target_opt(target.named_parameters(), {.lr = 0.5});
   auto before = snapshot(target);
   // The optimizer's scalars (steps, learning rate) are the file's last
-  // data, just before the checksum.
-  for (double lr : {-1.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
-    auto bytes = good;
-    std::memcpy(bytes.data() + bytes.size() - 12, &lr, sizeof lr);
+  // data, just before the checksum: `value` written `from_end` bytes before
+  // the end, and the file resealed.
+  auto write_sealed_with = [](std::vector<std::uint8_t> bytes, std::size_t from_end, double value) {
+    std::memcpy(bytes.data() + bytes.size() - from_end, &value, sizeof value);
     std::uint32_t crc = detail::crc32(bytes.data(), bytes.size() - 4);
     for (int b = 0; b < 4; ++b) bytes[bytes.size() - 4 + static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(crc >> (8 * b));
     write_bytes(scratch("bad_scalars.ckpt"), bytes);
+  };
+  for (double lr : {-1.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
+    write_sealed_with(good, 12, lr);
     CHECK_THROWS_AS(nn::load(scratch("bad_scalars.ckpt"), target, &target_opt), value_error);
     CHECK(snapshot(target) == before);
     CHECK(target_opt.learning_rate() == 0.5);
   }
   for (double steps : {-3.0, 1.5, 1e300}) {
-    auto bytes = good;
-    std::memcpy(bytes.data() + bytes.size() - 20, &steps, sizeof steps);
-    std::uint32_t crc = detail::crc32(bytes.data(), bytes.size() - 4);
-    for (int b = 0; b < 4; ++b) bytes[bytes.size() - 4 + static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(crc >> (8 * b));
-    write_bytes(scratch("bad_scalars.ckpt"), bytes);
+    write_sealed_with(good, 20, steps);
     CHECK_THROWS_AS(nn::load(scratch("bad_scalars.ckpt"), target, &target_opt), value_error);
     CHECK(snapshot(target) == before);
     CHECK(target_opt.steps() == 0);
