@@ -73,26 +73,16 @@ struct loop_space {
   std::array<dims, N> strides;
 };
 
+// Merges the axes of `extent` that every one of `count` operands walks
+// contiguously together, dropping axes of size 1: `sizes` gets the merged
+// extents and `merged[k]` operand k's strides along them.
+void merge_axes_into(const shape& extent, const dims* const* strides, std::size_t count,
+                     dims& sizes, dims* merged);
+
 template <std::size_t N>
 loop_space<N> merge_axes(const shape& extent, const std::array<const dims*, N>& strides) {
   loop_space<N> space;
-  for (std::size_t axis = 0; axis < extent.size(); ++axis) {
-    if (extent[axis] == 1) continue;
-    bool merges = !space.sizes.empty();
-    for (std::size_t k = 0; k < N && merges; ++k)
-      merges = space.strides[k].back() == (*strides[k])[axis] * extent[axis];
-    if (merges) {
-      space.sizes.back() *= extent[axis];
-      for (std::size_t k = 0; k < N; ++k) space.strides[k].back() = (*strides[k])[axis];
-    } else {
-      space.sizes.push_back(extent[axis]);
-      for (std::size_t k = 0; k < N; ++k) space.strides[k].push_back((*strides[k])[axis]);
-    }
-  }
-  if (space.sizes.empty()) {
-    space.sizes.push_back(1);
-    for (auto& s : space.strides) s.push_back(0);
-  }
+  merge_axes_into(extent, strides.data(), N, space.sizes, space.strides.data());
   return space;
 }
 
@@ -101,20 +91,6 @@ TANDEM_ALWAYS_INLINE void scalar_row(const Op& op, std::int64_t n, Out out, std:
                                      const std::tuple<const In*...>& in, const std::array<std::int64_t, sizeof...(In)>& stride,
                                      std::index_sequence<K...>) {
   for (std::int64_t i = 0; i < n; ++i) put(out, i * out_stride, op(static_cast<C>(std::get<K>(in)[i * stride[K]])...));
-}
-
-template <class... In, std::size_t... K>
-TANDEM_ALWAYS_INLINE std::tuple<const In*...> advance(const std::tuple<const In*...>& p,
-                                                      const std::array<std::int64_t, sizeof...(In)>& stride,
-                                                      std::int64_t by, std::index_sequence<K...>) {
-  return {(std::get<K>(p) + by * stride[K])...};
-}
-
-template <class... In, std::size_t N, std::size_t... K>
-TANDEM_ALWAYS_INLINE std::tuple<const In*...> row_start(const std::tuple<const In*...>& base,
-                                                        const std::array<std::int64_t, N>& offset,
-                                                        std::index_sequence<K...>) {
-  return {(std::get<K>(base) + offset[K + 1])...};
 }
 
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
@@ -127,57 +103,82 @@ TANDEM_ALWAYS_INLINE void put_batch(const output_set<C, M>& out, std::int64_t at
   for (std::size_t k = 0; k < M; ++k) simd::store(out.data[k] + at, value[k]);
 }
 
-// Full batches for unit output stride and input strides of 0 or 1; returns
-// how many elements it wrote. One loop serves both strides, so that a fused
-// group's body is generated once here: an operand broadcast along the row
-// is read from a batch of its value, by a pointer that does not move.
+// The outputs of a row while it is staged: each output's own buffer.
+template <class C, std::size_t Staged>
+TANDEM_ALWAYS_INLINE C* staged_outputs(C*, std::array<std::array<C, Staged>, 1>& buffers) {
+  return buffers[0].data();
+}
+template <class C, std::size_t M, std::size_t Staged>
+TANDEM_ALWAYS_INLINE output_set<C, M> staged_outputs(const output_set<C, M>&,
+                                                      std::array<std::array<C, Staged>, M>& buffers) {
+  output_set<C, M> staged;
+  for (std::size_t k = 0; k < M; ++k) staged.data[k] = buffers[k].data();
+  return staged;
+}
+
+template <class Out>
+inline constexpr std::size_t output_count = 1;
+template <class C, std::size_t M>
+inline constexpr std::size_t output_count<output_set<C, M>> = M;
+
+template <class C, std::size_t Staged>
+TANDEM_ALWAYS_INLINE void unstage(C* out, std::int64_t stride, std::int64_t n,
+                                  const std::array<std::array<C, Staged>, 1>& buffers) {
+  for (std::int64_t l = 0; l < n; ++l) out[l * stride] = buffers[0][l];
+}
+template <class C, std::size_t M, std::size_t Staged>
+TANDEM_ALWAYS_INLINE void unstage(const output_set<C, M>& out, std::int64_t stride, std::int64_t n,
+                                  const std::array<std::array<C, Staged>, M>& buffers) {
+  for (std::size_t k = 0; k < M; ++k)
+    for (std::int64_t l = 0; l < n; ++l) out.data[k][l * stride] = buffers[k][l];
+}
+
+// A row on SIMD batches, in blocks. Where the output's stride is 1 and each
+// input's is 0 or 1, a block is every full batch left, read in place (an
+// operand broadcast along the row from a batch of its value, by a pointer
+// that does not move). Any other block (strided, or the row's tail) is
+// first gathered into contiguous buffers, padded to whole batches with its
+// first element, and its results scattered after. Both kinds run the one
+// batch loop below, so an op's body (a whole fused group) is generated once
+// per row function, and every element gets the same bits whatever the
+// layout or the split across threads.
 template <class C, class Op, class Out, class... In, std::size_t... K>
-TANDEM_ALWAYS_INLINE std::int64_t simd_row(const Op& op, std::int64_t n, Out out, const std::tuple<const In*...>& in,
-                                           const std::array<std::int64_t, sizeof...(In)>& stride,
-                                           std::index_sequence<K...>) {
+TANDEM_ALWAYS_INLINE void simd_row(const Op& op, std::int64_t n, Out out, std::int64_t out_stride,
+                                   const std::tuple<const In*...>& in,
+                                   const std::array<std::int64_t, sizeof...(In)>& stride, std::index_sequence<K...>) {
   using batch = simd::batch<C>;
   constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
+  constexpr std::size_t staged = 8 * batch::size;
+  if (n <= 0) return;
+  bool unit = out_stride == 1;
+  for (auto s : stride) unit = unit && (s == 0 || s == 1);
   alignas(64) std::array<std::array<C, batch::size>, sizeof...(In)> splats;
-  std::array<const C*, sizeof...(In)> at{(stride[K] == 1 ? std::get<K>(in) : splats[K].data())...};
-  const std::array<std::int64_t, sizeof...(In)> step{(stride[K] == 1 ? w : 0)...};
-  ((stride[K] == 1 ? void() : splats[K].fill(*std::get<K>(in))), ...);
-  std::int64_t i = 0;
-  for (; i + w <= n; i += w) {
-    put_batch(out, i, op(simd::load(at[K])...));
-    ((at[K] += step[K]), ...);
-  }
-  return i;
-}
-
-// Any strides, any count: elements are gathered into batches (a short last
-// batch padded with its first element), so that tails and strided rows go
-// through the same SIMD math as contiguous ones and every element gets the
-// same bits whatever the layout or the split across threads.
-template <class C, class B>
-TANDEM_ALWAYS_INLINE void put_lanes(C* out, std::int64_t at, std::int64_t stride, std::int64_t m, const B& value) {
-  alignas(64) std::array<C, B::size> lanes;
-  value.store_aligned(lanes.data());
-  for (std::int64_t l = 0; l < m; ++l) out[(at + l) * stride] = lanes[l];
-}
-template <class C, std::size_t M, class B>
-TANDEM_ALWAYS_INLINE void put_lanes(const output_set<C, M>& out, std::int64_t at, std::int64_t stride, std::int64_t m,
-                                    const std::array<B, M>& value) {
-  for (std::size_t k = 0; k < M; ++k) put_lanes(out.data[k], at, stride, m, value[k]);
-}
-
-template <class C, class Op, class Out, class... In, std::size_t... K>
-void gathered_row(const Op& op, std::int64_t n, Out out, std::int64_t out_stride, const std::tuple<const In*...>& in,
-                  const std::array<std::int64_t, sizeof...(In)>& stride, std::index_sequence<K...>) {
-  using batch = simd::batch<C>;
-  constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
-  alignas(64) std::array<std::array<C, batch::size>, sizeof...(In)> lanes;
-  for (std::int64_t i = 0; i < n; i += w) {
-    std::int64_t m = std::min(w, n - i);
-    for (std::int64_t l = 0; l < w; ++l) {
-      std::int64_t from = i + (l < m ? l : 0);
-      ((lanes[K][l] = std::get<K>(in)[from * stride[K]]), ...);
+  ((stride[K] == 0 ? splats[K].fill(*std::get<K>(in)) : void()), ...);
+  alignas(64) std::array<std::array<C, staged>, sizeof...(In)> inputs;
+  alignas(64) std::array<std::array<C, staged>, output_count<Out>> outputs;
+  for (std::int64_t begin = 0; begin < n;) {
+    const bool in_place = unit && n - begin >= w;
+    const std::int64_t count = in_place ? (n - begin) / w * w : std::min<std::int64_t>(staged, n - begin);
+    std::array<const C*, sizeof...(In)> at;
+    std::array<std::int64_t, sizeof...(In)> step;
+    if (in_place) {
+      ((at[K] = stride[K] == 1 ? std::get<K>(in) + begin : splats[K].data()), ...);
+      ((step[K] = stride[K] == 1 ? w : 0), ...);
+    } else {
+      for (std::int64_t l = 0; l < (count + w - 1) / w * w; ++l) {
+        const std::int64_t from = begin + (l < count ? l : 0);
+        ((inputs[K][l] = std::get<K>(in)[from * stride[K]]), ...);
+      }
+      ((at[K] = inputs[K].data()), ...);
+      ((step[K] = w), ...);
     }
-    put_lanes(out, i, out_stride, m, op(simd::load(lanes[K].data())...));
+    const Out to = in_place ? shifted(out, begin) : staged_outputs(out, outputs);
+    for (std::int64_t i = 0; i < count; i += w) {
+      put_batch(to, i, op(simd::load(at[K])...));
+      ((at[K] += step[K]), ...);
+    }
+    if (!in_place) unstage(shifted(out, begin * out_stride), out_stride, count, outputs);
+    begin += count;
   }
 }
 #endif
@@ -189,12 +190,7 @@ TANDEM_ALWAYS_INLINE void row_body(const Op& op, std::int64_t n, Out out, std::i
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
   if constexpr (std::is_same_v<R, C> && (std::is_same_v<In, C> && ...) && simd::supported<C> &&
                 op_is_vectorizable<Op>()) {
-    bool unit = out_stride == 1;
-    for (auto s : stride) unit = unit && (s == 0 || s == 1);
-    std::int64_t done = unit ? simd_row<C>(op, n, out, in, stride, seq) : 0;
-    if (done < n)
-      gathered_row<C>(op, n - done, shifted(out, done * out_stride), out_stride, advance(in, stride, done, seq), stride,
-                      seq);
+    simd_row<C>(op, n, out, out_stride, in, stride, seq);
   } else
 #endif
   {
@@ -212,18 +208,87 @@ constexpr bool op_wants_flattening() {
   else return false;
 }
 
-template <class R, class C, class Op, class Out, class... In>
-TANDEM_FLATTEN void flattened_row(const Op& op, std::int64_t n, Out out, std::int64_t out_stride,
-                                  std::tuple<const In*...> in, const std::array<std::int64_t, sizeof...(In)>& stride) {
-  row_body<R, C>(op, n, out, out_stride, in, stride);
+// A loop's typed part is one row: n elements of the output from `out[m]` +
+// out_at (m < M, one layout) in steps of out_stride, input k from `in[k]` +
+// in_at[k] in steps of in_stride[k] (without in_at, from out_at times its
+// stride: the flat loop's rows, which so need no offsets of their own). Everything around it (splitting the
+// work across threads, walking the axes, the offsets) has no types and is
+// compiled once (elementwise-inl.hpp): a fused group instantiates its row
+// function and nothing else.
+using row_function = void (*)(const void* op, std::int64_t n, void* const* out, std::int64_t out_at,
+                              std::int64_t out_stride, const void* const* in, const std::int64_t* in_at,
+                              const std::int64_t* in_stride);
+
+struct row_loop {
+  row_function row;
+  const void* op;
+  void* const* out;
+  const void* const* in;
+  std::size_t inputs;
+};
+
+template <class R>
+std::array<void*, 1> erased_outputs(R* out) {
+  return {out};
+}
+template <class R, std::size_t M>
+std::array<void*, M> erased_outputs(const output_set<R, M>& out) {
+  std::array<void*, M> erased;
+  for (std::size_t k = 0; k < M; ++k) erased[k] = out.data[k];
+  return erased;
+}
+
+template <class Out>
+struct typed_outputs;
+template <class R>
+struct typed_outputs<R*> {
+  static TANDEM_ALWAYS_INLINE R* at(void* const* out, std::int64_t by) { return static_cast<R*>(out[0]) + by; }
+};
+template <class R, std::size_t M>
+struct typed_outputs<output_set<R, M>> {
+  static TANDEM_ALWAYS_INLINE output_set<R, M> at(void* const* out, std::int64_t by) {
+    output_set<R, M> typed;
+    for (std::size_t k = 0; k < M; ++k) typed.data[k] = static_cast<R*>(out[k]) + by;
+    return typed;
+  }
+};
+
+template <class R, class C, class Op, class Out, class... In, std::size_t... K>
+TANDEM_ALWAYS_INLINE void typed_row(const void* op, std::int64_t n, void* const* out, std::int64_t out_at,
+                                    std::int64_t out_stride, const void* const* in, const std::int64_t* in_at,
+                                    const std::int64_t* in_stride, std::index_sequence<K...>) {
+  const std::array<std::int64_t, sizeof...(In)> stride{in_stride[K]...};
+  row_body<R, C>(*static_cast<const Op*>(op), n, typed_outputs<Out>::at(out, out_at), out_stride,
+                 std::tuple<const In*...>{static_cast<const In*>(in[K]) + (in_at ? in_at[K] : out_at * stride[K])...},
+                 stride);
 }
 
 template <class R, class C, class Op, class Out, class... In>
-void run_row(const Op& op, std::int64_t n, Out out, std::int64_t out_stride, std::tuple<const In*...> in,
-             const std::array<std::int64_t, sizeof...(In)>& stride) {
-  if constexpr (op_wants_flattening<Op>()) flattened_row<R, C>(op, n, out, out_stride, in, stride);
-  else row_body<R, C>(op, n, out, out_stride, in, stride);
+void row_of(const void* op, std::int64_t n, void* const* out, std::int64_t out_at, std::int64_t out_stride,
+            const void* const* in, const std::int64_t* in_at, const std::int64_t* in_stride) {
+  typed_row<R, C, Op, Out, In...>(op, n, out, out_at, out_stride, in, in_at, in_stride, std::index_sequence_for<In...>{});
 }
+
+template <class R, class C, class Op, class Out, class... In>
+TANDEM_FLATTEN void flattened_row_of(const void* op, std::int64_t n, void* const* out, std::int64_t out_at,
+                                     std::int64_t out_stride, const void* const* in, const std::int64_t* in_at,
+                                     const std::int64_t* in_stride) {
+  typed_row<R, C, Op, Out, In...>(op, n, out, out_at, out_stride, in, in_at, in_stride, std::index_sequence_for<In...>{});
+}
+
+template <class R, class C, class Op, class Out, class... In>
+constexpr row_function row_function_for() {
+  if constexpr (op_wants_flattening<Op>()) return &flattened_row_of<R, C, Op, Out, In...>;
+  else return &row_of<R, C, Op, Out, In...>;
+}
+
+// The loops, compiled once: contiguous operands over n elements (input
+// strides 0 or 1); positions [begin, end) of a merged space whose operand 0
+// is the output, written from out_at onwards; any extent and strides.
+void run_flat(const row_loop& loop, std::int64_t n, const std::int64_t* in_stride);
+void run_span(const row_loop& loop, const dims& sizes, const dims* strides, std::int64_t out_at,
+              std::int64_t begin, std::int64_t end);
+void run_strided(const row_loop& loop, const shape& extent, const dims* const* strides);
 
 // The common case without index arithmetic: out and every input contiguous
 // over the same n elements, or (stride 0) one value broadcast to all.
@@ -235,25 +300,10 @@ struct flat_operand {
 
 template <class R, class C, class Op, class Out, class... In>
 void elementwise_flat(const Op& op, std::int64_t n, Out out, const flat_operand<In>&... in) {
+  const auto outs = erased_outputs(out);
+  const std::array<const void*, sizeof...(In)> bases{in.data...};
   const std::array<std::int64_t, sizeof...(In)> stride{in.stride...};
-  parallel_for(n, elementwise_grain, [&](std::int64_t begin, std::int64_t end) {
-    run_row<R, C>(op, end - begin, shifted(out, begin), 1, std::tuple<const In*...>{in.data + begin * in.stride...}, stride);
-  });
-}
-
-// Where linear position `pos` of `space` (row-major over its sizes) is: its
-// index along each axis, and each operand's offset.
-template <std::size_t N>
-TANDEM_ALWAYS_INLINE void locate(const loop_space<N>& space, std::int64_t pos, dims& index,
-                                 std::array<std::int64_t, N>& offset) {
-  const std::size_t rank = space.sizes.size();
-  index = dims(rank, 0);
-  offset.fill(0);
-  for (std::size_t axis = rank; axis-- > 0;) {
-    index[axis] = pos % space.sizes[axis];
-    pos /= space.sizes[axis];
-    for (std::size_t k = 0; k < N; ++k) offset[k] += index[axis] * space.strides[k][axis];
-  }
+  run_flat({row_function_for<R, C, Op, Out, In...>(), &op, outs.data(), bases.data(), sizeof...(In)}, n, stride.data());
 }
 
 // Runs op over positions [begin, end) of `space`, whose operand 0 is the
@@ -264,46 +314,25 @@ template <class R, class C, class Op, class Out, std::size_t N, class... In>
 void elementwise_range(const Op& op, const loop_space<N>& space, Out out, const std::tuple<const In*...>& bases,
                        std::int64_t begin, std::int64_t end) {
   static_assert(N == sizeof...(In) + 1);
-  const std::size_t rank = space.sizes.size();
-  const std::int64_t inner = space.sizes.back();
-  dims index;
-  std::array<std::int64_t, N> offset;
-  locate(space, begin, index, offset);
-  const std::int64_t out_origin = offset[0];
-  std::array<std::int64_t, sizeof...(In)> inner_stride;
-  for (std::size_t k = 0; k < sizeof...(In); ++k) inner_stride[k] = space.strides[k + 1][rank - 1];
-
-  for (std::int64_t pos = begin; pos < end;) {
-    std::int64_t n = std::min(inner - index[rank - 1], end - pos);
-    run_row<R, C>(op, n, shifted(out, offset[0] - out_origin), space.strides[0][rank - 1],
-                  row_start(bases, offset, std::index_sequence_for<In...>{}), inner_stride);
-    pos += n;
-    for (std::size_t j = 0; j < N; ++j) offset[j] += n * space.strides[j][rank - 1];
-    index[rank - 1] += n;
-    for (std::size_t axis = rank - 1; axis > 0 && index[axis] == space.sizes[axis]; --axis) {
-      for (std::size_t j = 0; j < N; ++j)
-        offset[j] += space.strides[j][axis - 1] - space.sizes[axis] * space.strides[j][axis];
-      index[axis] = 0;
-      ++index[axis - 1];
-    }
-  }
+  const auto outs = erased_outputs(out);
+  const auto inputs = std::apply([](const In*... p) { return std::array<const void*, sizeof...(In)>{p...}; }, bases);
+  run_span({row_function_for<R, C, Op, Out, In...>(), &op, outs.data(), inputs.data(), sizeof...(In)}, space.sizes,
+           space.strides.data(), 0, begin, end);
 }
 
 // out[i] = R(op(C(in_0[i]), ..., C(in_k[i]))) over `extent`, with out and
 // each input addressed through its own strides.
 template <class R, class C, class Op, class Out, class... In>
 void elementwise(const Op& op, const shape& extent, Out out, const dims& out_strides, const operand<In>&... in) {
-  constexpr std::size_t n_operands = sizeof...(In) + 1;
-  std::int64_t total = numel(extent);
-  if (total == 0) return;
-  loop_space<n_operands> space = merge_axes<n_operands>(extent, {&out_strides, &in.strides...});
-  const std::tuple<const In*...> bases{in.data...};
-  parallel_for(total, elementwise_grain, [&](std::int64_t begin, std::int64_t end) {
-    dims index;
-    std::array<std::int64_t, n_operands> offset;
-    locate(space, begin, index, offset);
-    elementwise_range<R, C>(op, space, shifted(out, offset[0]), bases, begin, end);
-  });
+  const auto outs = erased_outputs(out);
+  const std::array<const void*, sizeof...(In)> bases{in.data...};
+  const std::array<const dims*, sizeof...(In) + 1> strides{&out_strides, &in.strides...};
+  run_strided({row_function_for<R, C, Op, Out, In...>(), &op, outs.data(), bases.data(), sizeof...(In)}, extent,
+              strides.data());
 }
 
 }  // namespace tandem::detail
+
+#if TANDEM_HEADER_ONLY
+#include "tandem/kernels/cpu/elementwise-inl.hpp"
+#endif
