@@ -28,10 +28,10 @@ class small_vector {
   small_vector(It first, It last) {
     assign(first, last);
   }
-  small_vector(const small_vector& other) { assign(other.begin(), other.end()); }
+  small_vector(const small_vector& other) { copy(other); }
   small_vector(small_vector&& other) noexcept { take(other); }
   small_vector& operator=(const small_vector& other) {
-    if (this != &other) assign(other.begin(), other.end());
+    if (this != &other) copy(other);
     return *this;
   }
   small_vector& operator=(small_vector&& other) noexcept {
@@ -94,6 +94,18 @@ class small_vector {
   }
 
  private:
+  // Shapes and strides are copied on every op: an inline vector is copied
+  // as its whole array, without a loop or a branch on its size.
+  void copy_inline(const small_vector& other) {
+    heap_.reset();
+    capacity_ = N;
+    inline_ = other.inline_;
+    size_ = other.size_;
+  }
+  void copy(const small_vector& other) {
+    if (other.heap_) assign(other.begin(), other.end());
+    else copy_inline(other);
+  }
   void take(small_vector& other) {
     if (other.heap_) {
       heap_ = std::move(other.heap_);
@@ -102,13 +114,11 @@ class small_vector {
       other.capacity_ = N;
       other.size_ = 0;
     } else {
-      heap_.reset();
-      capacity_ = N;
-      assign(other.begin(), other.end());
+      copy_inline(other);
     }
   }
 
-  std::array<T, N> inline_;  // only the first size_ elements are ever read
+  std::array<T, N> inline_{};
   std::unique_ptr<T[]> heap_;
   std::size_t size_ = 0;
   std::size_t capacity_ = N;

@@ -151,12 +151,16 @@ class static_graph {
     // Types that name the graph type never reach std::make_shared, std::tuple
     // or a shared_ptr conversion: GCC 12 checks those in time exponential in
     // the depth of the graph (30 steps of h*h+h took minutes).
+    // The run lives on the stack unless the autograd graph keeps it.
     const void* seeded = unit_seed ? output_keys(root)[0] : nullptr;
-    std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(inputs, recording, seeded)));
-    auto* exec = static_cast<exec_type*>(run.get());
-    auto outputs = detail::apply_operands([&](const auto&... out) { return std::tuple{exec->value(out)...}; }, root.children);
-    if (!known) remember(signature, exec->counters(), outputs);
-    if (recording) connect(std::move(run), exec->captured(), output_keys(root), outputs, a...);
+    exec_type exec(inputs, recording, seeded);
+    auto outputs = detail::apply_operands([&](const auto&... out) { return std::tuple{exec.value(out)...}; }, root.children);
+    if (!known) remember(signature, exec.counters(), outputs);
+    if (recording) {
+      std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(std::move(exec))));
+      const auto& kept = static_cast<const exec_type&>(*run);
+      connect(std::move(run), kept.captured(), output_keys(root), outputs, a...);
+    }
     if constexpr (std::tuple_size_v<decltype(outputs)> == 1) return std::get<0>(outputs);
     else return outputs;
   }
