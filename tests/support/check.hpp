@@ -20,6 +20,17 @@ namespace tandem::test {
 
 inline const std::vector<std::int64_t> tail_sizes{0, 1, 7, 17, 33, 1000003};
 
+// Steps of `h = h * h + h` in the tests of deep graphs that read a value
+// twice per step. clang 14 looks up every operator on such a graph type in
+// time exponential in its depth (argument-dependent lookup walks the type
+// as a tree: docs/benchmarks/compile_time.md, "clang 14"), so its build
+// takes 8 steps, which it compiles in seconds; g++ takes the full 30.
+#if defined(__clang__)
+inline constexpr std::size_t deep_steps = 8;
+#else
+inline constexpr std::size_t deep_steps = 30;
+#endif
+
 template <class T>
 struct tolerance {
   static constexpr double rel = std::is_same_v<T, float> ? 2e-6 : std::is_same_v<T, double> ? 1e-13 : 0;
