@@ -4,6 +4,7 @@
 // into tandem::compiled (TANDEM_LIBRARY_FUNCTION, core/config.hpp).
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "tandem/kernels/cpu/elementwise.hpp"
@@ -85,13 +86,17 @@ TANDEM_LIBRARY_FUNCTION void run_strided(const row_loop& loop, const shape& exte
   if (total == 0) return;
   const std::size_t operands = loop.inputs + 1;
   dims sizes;
-  std::vector<dims> merged(operands);
-  merge_axes_into(extent, strides, operands, sizes, merged.data());
+  // On the stack for the operand counts of eager ops and most groups: an
+  // eager op on a strided view allocates nothing besides its output.
+  std::array<dims, 8> local;
+  std::vector<dims> spilled(operands > local.size() ? operands : 0);
+  dims* merged = operands > local.size() ? spilled.data() : local.data();
+  merge_axes_into(extent, strides, operands, sizes, merged);
   parallel_for(total, elementwise_grain, [&](std::int64_t begin, std::int64_t end) {
     dims index;
     loop_offsets offset(operands);
-    locate(sizes, merged.data(), begin, index, offset);
-    run_span(loop, sizes, merged.data(), offset[0], begin, end);
+    locate(sizes, merged, begin, index, offset);
+    run_span(loop, sizes, merged, offset[0], begin, end);
   });
 }
 
