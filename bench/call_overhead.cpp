@@ -1,0 +1,52 @@
+// The fixed cost of a call on tiny tensors, for instruction counts: run
+// under `valgrind --tool=callgrind` with N and 2N calls; the difference over
+// N is one call without the program's start-up.
+//
+//   bench_call_overhead <add-jit | add-eager | ten-jit | ten-eager> <calls>
+//
+// Wall-clock figures of the same calls are bench_static_graph's.
+
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include <tandem/tandem.hpp>
+
+namespace {
+
+// The 10-node graph of bench/compile_time.py, without its sum.
+auto ten_ops = [](const auto& x, const auto& y) {
+  auto p = x * y + 1.0f;
+  auto q = exp(p) - x;
+  auto r = q * q / (y + 2.0f);
+  return sigmoid(r) * p - tanh(q);
+};
+
+auto add = [](const auto& x, const auto& y) { return x + y; };
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: %s <add-jit | add-eager | ten-jit | ten-eager> <calls>\n", argv[0]);
+    return 2;
+  }
+  std::string_view which = argv[1];
+  long calls = std::atol(argv[2]);
+  tandem::tensor<float> x = tandem::full<float>({16}, 0.5f), y = tandem::full<float>({16}, 1.5f);
+  auto add_graph = tandem::jit(add);
+  auto ten_graph = tandem::jit(ten_ops);
+  float checksum = 0;
+  for (long i = 0; i < calls; ++i) {
+    if (which == "add-jit") checksum += add_graph(x, y).data()[0];
+    else if (which == "add-eager") checksum += add(x, y).data()[0];
+    else if (which == "ten-jit") checksum += ten_graph(x, y).data()[0];
+    else if (which == "ten-eager") checksum += ten_ops(x, y).data()[0];
+    else {
+      std::fprintf(stderr, "unknown call: %s\n", argv[1]);
+      return 2;
+    }
+  }
+  std::printf("%g\n", checksum);
+  return 0;
+}
