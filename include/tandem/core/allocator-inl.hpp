@@ -11,14 +11,16 @@
 
 namespace tandem::detail {
 
-TANDEM_LIBRARY_FUNCTION void* caching_allocator::allocate(std::size_t bytes) {
+template <caching_allocator::tally Counting>
+void* caching_allocator::take(std::size_t bytes) {
   std::size_t rounded = size_class(bytes);
+  constexpr bool counted = Counting == tally::counted;
   if (cache_gone()) {
-    count_retired(1, static_cast<std::int64_t>(rounded));
+    if constexpr (counted) count_retired(1, static_cast<std::int64_t>(rounded));
     return ::operator new(rounded, std::align_val_t{alignment});
   }
   thread_cache& cache = local();
-  cache.counts.add(1, static_cast<std::int64_t>(rounded));
+  if constexpr (counted) cache.counts.add(1, static_cast<std::int64_t>(rounded));
   auto& bin = cache.bins[bin_index(rounded)];
   if (!bin.empty()) {
     void* block = bin.back();
@@ -29,16 +31,18 @@ TANDEM_LIBRARY_FUNCTION void* caching_allocator::allocate(std::size_t bytes) {
   return ::operator new(rounded, std::align_val_t{alignment});
 }
 
-TANDEM_LIBRARY_FUNCTION void caching_allocator::deallocate(void* block, std::size_t bytes) noexcept {
+template <caching_allocator::tally Counting>
+void caching_allocator::give_back(void* block, std::size_t bytes) noexcept {
   if (!block) return;
   std::size_t rounded = size_class(bytes);
+  constexpr bool counted = Counting == tally::counted;
   if (cache_gone()) {
-    count_retired(-1, -static_cast<std::int64_t>(rounded));
+    if constexpr (counted) count_retired(-1, -static_cast<std::int64_t>(rounded));
     ::operator delete(block, std::align_val_t{alignment});
     return;
   }
   thread_cache& cache = local();
-  cache.counts.add(-1, -static_cast<std::int64_t>(rounded));
+  if constexpr (counted) cache.counts.add(-1, -static_cast<std::int64_t>(rounded));
   if (cache.cached_bytes + rounded <= cache_limit) {
     try {
       cache.bins[bin_index(rounded)].push_back(block);
@@ -48,6 +52,20 @@ TANDEM_LIBRARY_FUNCTION void caching_allocator::deallocate(void* block, std::siz
     }
   }
   ::operator delete(block, std::align_val_t{alignment});
+}
+
+TANDEM_LIBRARY_FUNCTION void* caching_allocator::allocate(std::size_t bytes) { return take<tally::counted>(bytes); }
+
+TANDEM_LIBRARY_FUNCTION void* caching_allocator::allocate_uncounted(std::size_t bytes) {
+  return take<tally::uncounted>(bytes);
+}
+
+TANDEM_LIBRARY_FUNCTION void caching_allocator::deallocate(void* block, std::size_t bytes) noexcept {
+  give_back<tally::counted>(block, bytes);
+}
+
+TANDEM_LIBRARY_FUNCTION void caching_allocator::deallocate_uncounted(void* block, std::size_t bytes) noexcept {
+  give_back<tally::uncounted>(block, bytes);
 }
 
 TANDEM_LIBRARY_FUNCTION allocation_stats caching_allocator::stats() {

@@ -32,8 +32,15 @@ class caching_allocator {
  public:
   static constexpr std::size_t alignment = 64;
 
+  // Whether a block counts in stats(): tensor memory and what ops make per
+  // call do; the nodes a static graph's trace builds on every call do not,
+  // so that a call's count is what it leaves behind.
+  enum class tally : bool { counted, uncounted };
+
   static void* allocate(std::size_t bytes);
   static void deallocate(void* block, std::size_t bytes) noexcept;
+  static void* allocate_uncounted(std::size_t bytes);
+  static void deallocate_uncounted(void* block, std::size_t bytes) noexcept;
   // Sums the counters of every thread, living or gone.
   static allocation_stats stats();
   // Returns the calling thread's cached blocks to the system.
@@ -49,6 +56,13 @@ class caching_allocator {
   }
 
  private:
+  // allocate and deallocate, with or without counting: one body, no branch
+  // on the hot path.
+  template <tally Counting>
+  static void* take(std::size_t bytes);
+  template <tally Counting>
+  static void give_back(void* block, std::size_t bytes) noexcept;
+
   static constexpr std::size_t cache_limit = std::size_t{1} << 30;
   static constexpr std::size_t bin_count = 4 * 64;
 
@@ -96,17 +110,30 @@ class caching_allocator {
 
 // The caching allocator for standard containers and allocate_shared: the
 // small objects every op makes (storage headers, autograd nodes) come from
-// the same per-thread bins as tensor buffers.
-template <class T>
+// the same per-thread bins as tensor buffers. Uncounted, for what a static
+// graph's call builds and drops before it returns (its memo, its bookkeeping).
+template <class T, caching_allocator::tally Counting = caching_allocator::tally::counted>
 struct cached {
   using value_type = T;
+  template <class U>
+  struct rebind {
+    using other = cached<U, Counting>;
+  };
   cached() = default;
   template <class U>
-  cached(const cached<U>&) {}
-  T* allocate(std::size_t n) { return static_cast<T*>(caching_allocator::allocate(n * sizeof(T))); }
-  void deallocate(T* p, std::size_t n) { caching_allocator::deallocate(p, n * sizeof(T)); }
+  cached(const cached<U, Counting>&) {}
+  T* allocate(std::size_t n) {
+    if constexpr (Counting == caching_allocator::tally::counted)
+      return static_cast<T*>(caching_allocator::allocate(n * sizeof(T)));
+    else
+      return static_cast<T*>(caching_allocator::allocate_uncounted(n * sizeof(T)));
+  }
+  void deallocate(T* p, std::size_t n) {
+    if constexpr (Counting == caching_allocator::tally::counted) caching_allocator::deallocate(p, n * sizeof(T));
+    else caching_allocator::deallocate_uncounted(p, n * sizeof(T));
+  }
   template <class U>
-  bool operator==(const cached<U>&) const {
+  bool operator==(const cached<U, Counting>&) const {
     return true;
   }
 };

@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "tandem/core/allocator.hpp"
 #include "tandem/core/config.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/graph/symbol.hpp"
@@ -25,6 +26,14 @@ using any_tensor =
 
 template <class N>
 inline constexpr char class_tag = 0;
+
+// What a call keeps by value key while it runs (its memo, gradients,
+// captured tensors): hash maps whose nodes come from the caching
+// allocator's per-thread bins, uncounted (core/allocator.hpp), instead of a
+// heap allocation per entry.
+template <class V>
+using by_key = std::unordered_map<const void*, V, std::hash<const void*>, std::equal_to<const void*>,
+                                  cached<std::pair<const void* const, V>, caching_allocator::tally::uncounted>>;
 
 // How a value is found again: by type for pure classes, by address else.
 template <class N>
@@ -59,7 +68,7 @@ class graph_run {
 // at several places in the graph gets the sum of their gradients.
 class captured_gradients {
  public:
-  captured_gradients(std::shared_ptr<graph_run> run, const std::unordered_map<const void*, any_tensor>& captured)
+  captured_gradients(std::shared_ptr<graph_run> run, const by_key<any_tensor>& captured)
       : run_(std::move(run)), captured_(captured.begin(), captured.end()) {}
 
   // A captured value that eager ops computed from parameters while the

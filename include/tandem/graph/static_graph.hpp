@@ -9,7 +9,6 @@
 #include <array>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -228,7 +227,7 @@ class static_graph {
 
   template <class Outputs, std::size_t N, class... A>
   void connect(std::shared_ptr<detail::graph_run> run,
-               const std::unordered_map<const void*, detail::any_tensor>& captured,
+               const detail::by_key<detail::any_tensor>& captured,
                const std::array<const void*, N>& output_keys, Outputs& outputs, const A&... a) const {
     std::vector<std::shared_ptr<detail::node>> edges;
     std::vector<const void*> keys;

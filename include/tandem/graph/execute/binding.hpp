@@ -16,7 +16,7 @@ namespace tandem::detail {
 // graph.
 template <class Root, class Inputs>
 template <std::size_t Skip, class P, class Kernel, class Operands, class Product>
-void executor<Root, Inputs>::bind_group(const sym<P>& p, Kernel& kernel, Operands& operands, std::vector<const void*>& keys,
+void executor<Root, Inputs>::bind_group(const sym<P>& p, Kernel& kernel, Operands& operands, operand_keys& keys,
                                         Product& product) {
   [&]<std::size_t... K>(std::index_sequence<K...>) {
     (bind_slot<Skip, P, K>(operand_at<K>(p.node().children), kernel, operands, keys, product), ...);
@@ -25,7 +25,7 @@ void executor<Root, Inputs>::bind_group(const sym<P>& p, Kernel& kernel, Operand
 
 template <class Root, class Inputs>
 template <std::size_t Skip, class P, std::size_t K, class C, class Kernel, class Operands, class Product>
-void executor<Root, Inputs>::bind_slot(const sym<C>& c, Kernel& kernel, Operands& operands, std::vector<const void*>& keys,
+void executor<Root, Inputs>::bind_slot(const sym<C>& c, Kernel& kernel, Operands& operands, operand_keys& keys,
                                        Product& product) {
   if constexpr (fused_into_parent<Root, C>()) {
     if constexpr (!is_pure<C>) bind_group<Skip>(c, kernel, operands, keys, product);
@@ -54,9 +54,9 @@ void executor<Root, Inputs>::bind_slot(const sym<C>& c, Kernel& kernel, Operands
 // The group's scalars and leaves, bound for one run.
 template <class Root, class Inputs>
 template <std::size_t Skip, class R, class Kernel, class Operands, class Product>
-void executor<Root, Inputs>::bind_leaves(const sym<R>& s, Kernel& kernel, Operands& operands, std::vector<const void*>& keys,
+void executor<Root, Inputs>::bind_leaves(const sym<R>& s, Kernel& kernel, Operands& operands, operand_keys& keys,
                                          Product& product) {
-  keys.assign(Kernel::n_operands, nullptr);
+  keys = operand_keys(Kernel::n_operands, nullptr);
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     auto one = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) {
       using L = typename Kernel::layout::template pure_leaf<J>;

@@ -16,11 +16,11 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "tandem/autograd/grad_mode.hpp"
+#include "tandem/detail/small_vector.hpp"
 #include "tandem/detail/unique_function.hpp"
 #include "tandem/graph/kernel.hpp"
 #include "tandem/graph/run.hpp"
@@ -29,6 +29,10 @@
 #include "tandem/ops/reduce.hpp"
 
 namespace tandem::detail {
+
+// The keys of a group's leaves, in the order of its operands: inline up to
+// eight, so that binding a group allocates nothing.
+using operand_keys = small_vector<const void*, 8>;
 
 template <class Root, class Inputs>
 class executor final : public graph_run {
@@ -88,7 +92,7 @@ class executor final : public graph_run {
     return found == gradients_.end() ? nullptr : &found->second;
   }
   // The captured tensors read by this run, by key.
-  const std::unordered_map<const void*, any_tensor>& captured() const { return captured_; }
+  const by_key<any_tensor>& captured() const { return captured_; }
   const run_counters& counters() const { return counters_; }
 
   // Only the floating types the graph computes in ever add gradients: a
@@ -179,21 +183,21 @@ class executor final : public graph_run {
 
   // graph/execute/binding.hpp: a group's scalars and leaves, bound for one run.
   template <std::size_t Skip, class P, class Kernel, class Operands, class Product>
-  void bind_group(const sym<P>& p, Kernel& kernel, Operands& operands, std::vector<const void*>& keys,
+  void bind_group(const sym<P>& p, Kernel& kernel, Operands& operands, operand_keys& keys,
                   Product& product);
 
   template <std::size_t Skip, class P, std::size_t K, class C, class Kernel, class Operands, class Product>
-  void bind_slot(const sym<C>& c, Kernel& kernel, Operands& operands, std::vector<const void*>& keys,
+  void bind_slot(const sym<C>& c, Kernel& kernel, Operands& operands, operand_keys& keys,
                  Product& product);
 
   template <std::size_t Skip, class R, class Kernel, class Operands, class Product>
-  void bind_leaves(const sym<R>& s, Kernel& kernel, Operands& operands, std::vector<const void*>& keys,
+  void bind_leaves(const sym<R>& s, Kernel& kernel, Operands& operands, operand_keys& keys,
                    Product& product);
   // A group without a product among its leaves. (An overload, not default
   // template arguments: nvcc's front end repeats those on the out-of-class
   // definition, which its host compiler then refuses.)
   template <class R, class Kernel, class Operands>
-  void bind_leaves(const sym<R>& s, Kernel& kernel, Operands& operands, std::vector<const void*>& keys) {
+  void bind_leaves(const sym<R>& s, Kernel& kernel, Operands& operands, operand_keys& keys) {
     no_product_operands none;
     bind_leaves<no_product>(s, kernel, operands, keys, none);
   }
@@ -230,11 +234,11 @@ class executor final : public graph_run {
 
   // graph/execute/group_backward.hpp: a group's fused adjoint loop.
   template <class Kernel, class G, class Operands>
-  void group_backward(const Kernel& kernel, const G& g, const Operands& operands, const std::vector<const void*>& keys,
+  void group_backward(const Kernel& kernel, const G& g, const Operands& operands, const operand_keys& keys,
                       const shape& out_shape);
 
   template <std::size_t J, class C, class Operands>
-  void send_adjoint(const tensor<C>& adjoint, const Operands& operands, const std::vector<const void*>& keys);
+  void send_adjoint(const tensor<C>& adjoint, const Operands& operands, const operand_keys& keys);
 
   // The positions of the operands whose type takes a gradient.
   template <class Operands>
@@ -259,10 +263,10 @@ class executor final : public graph_run {
   const Inputs& inputs_;
   bool for_backward_;
   const void* unit_seed_;
-  std::unordered_map<const void*, any_tensor> memo_;
-  std::unordered_map<const void*, any_tensor> gradients_;
-  std::unordered_map<const void*, any_tensor> captured_;
-  std::unordered_map<const void*, bool> needs_gradient_;
+  by_key<any_tensor> memo_;
+  by_key<any_tensor> gradients_;
+  by_key<any_tensor> captured_;
+  by_key<bool> needs_gradient_;
   std::vector<step> steps_;
   run_counters counters_;
 };

@@ -19,7 +19,7 @@ tensor<value_of_t<R>> executor<Root, Inputs>::run_group(const sym<R>& s, const v
   ++counters_.fused_loops;
   kernel_type kernel;
   typename group_operands<R>::tensors operands;
-  std::vector<const void*> keys;
+  operand_keys keys;
   shape out_shape;
   std::optional<tensor<T>> done;
   constexpr std::size_t product_slot = kernel_type::layout::product;

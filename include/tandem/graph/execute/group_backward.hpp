@@ -11,7 +11,7 @@ namespace tandem::detail {
 // then summed over the axes its operand was broadcast along.
 template <class Root, class Inputs>
 template <class Kernel, class G, class Operands>
-void executor<Root, Inputs>::group_backward(const Kernel& kernel, const G& g, const Operands& operands, const std::vector<const void*>& keys,
+void executor<Root, Inputs>::group_backward(const Kernel& kernel, const G& g, const Operands& operands, const operand_keys& keys,
                                             const shape& out_shape) {
   using C = typename Kernel::compute_type;
   constexpr auto wanted = floating_operands<Operands>();
@@ -44,7 +44,7 @@ void executor<Root, Inputs>::group_backward(const Kernel& kernel, const G& g, co
 // the operand was broadcast along, in the operand's own type.
 template <class Root, class Inputs>
 template <std::size_t J, class C, class Operands>
-void executor<Root, Inputs>::send_adjoint(const tensor<C>& adjoint, const Operands& operands, const std::vector<const void*>& keys) {
+void executor<Root, Inputs>::send_adjoint(const tensor<C>& adjoint, const Operands& operands, const operand_keys& keys) {
   const auto& leaf = std::get<J>(operands);
   add_gradient(keys[J], converted<value_of_t_tensor<decltype(leaf)>>(sum_to(adjoint, leaf.shape())));
 }

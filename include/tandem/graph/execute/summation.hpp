@@ -24,7 +24,7 @@ tensor<value_of_t<N>> executor<Root, Inputs>::run_summation(const sym<N>& s, con
   const N& node = s.node();
   kernel_type kernel;
   typename group_operands<R>::tensors operands;
-  std::vector<const void*> keys;
+  operand_keys keys;
   bind_leaves(operand_at<0>(node.children), kernel, operands, keys);
   shape extent = std::apply([](const auto&... t) { return broadcast_all<kernel_type>(t...); }, operands);
   reduction_shape plan = plan_reduction(extent, node.fn.ax, node.fn.keepdims, node.name);
