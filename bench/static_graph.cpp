@@ -1,12 +1,14 @@
 // Static graphs beside eager tandem, hand-written loops and Eigen, in one
 // binary (bytes/s count the inputs read and the outputs written once):
 //   chain_*     the 8-op elementwise chain of bench_elementwise over 16M floats:
-//               stream copy, hand fused loop, tandem static, tandem eager,
-//               Eigen's Tensor module (when libeigen3-dev is installed);
+//               stream copy, hand fused loop, tandem static (returning a
+//               fresh tensor, and `into` a buffer allocated once, as the
+//               hand loop and Eigen write), tandem eager, Eigen's Tensor
+//               module (when libeigen3-dev is installed);
 //   gradient_*  d/dx and d/dy of sum(f(x, y)) for a 6-op elementwise f:
 //               hand fused adjoint loop, tandem static, tandem eager;
 //   call_*      a cached 10-node graph on 16-element tensors: the cost of a
-//               call, static against eager;
+//               call, static (and static `into` a buffer) against eager;
 //   layer_*     matmul alone and relu(matmul + bias) as static graphs, at
 //               m x k x n = 128x784x256 and 128x256x10: what a matmul
 //               epilogue could save (the second minus the first).
@@ -70,6 +72,17 @@ void chain_static(benchmark::State& state) {
   for (auto _ : state) {
     tensor<float> c = f(a);
     benchmark::DoNotOptimize(c.data());
+  }
+  state.SetBytesProcessed(state.iterations() * large * 8);
+}
+
+// Into a buffer allocated once, as the hand loop and Eigen write.
+void chain_static_into(benchmark::State& state) {
+  tensor<float> a = input(large, 1), c = zeros({large});
+  auto f = jit([](auto x) { return chain(x); });
+  for (auto _ : state) {
+    f.into(c, a);
+    benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * large * 8);
 }
@@ -171,6 +184,15 @@ void call_static(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(f(x, y).data());
 }
 
+void call_static_into(benchmark::State& state) {
+  tensor<float> x = input(16, 1), y = input(16, 2), out = zeros({16});
+  auto f = jit([](auto a, auto b) { return ten_nodes(a, b); });
+  for (auto _ : state) {
+    f.into(out, x, y);
+    benchmark::ClobberMemory();
+  }
+}
+
 void call_eager(benchmark::State& state) {
   tensor<float> x = input(16, 1), y = input(16, 2);
   for (auto _ : state) benchmark::DoNotOptimize(ten_nodes(x, y).data());
@@ -204,11 +226,13 @@ BENCHMARK(layer_matmul_relu_bias)->Apply(layer_args)->UseRealTime();
 BENCHMARK(chain_stream_copy)->UseRealTime();
 BENCHMARK(chain_hand)->UseRealTime();
 BENCHMARK(chain_static)->UseRealTime();
+BENCHMARK(chain_static_into)->UseRealTime();
 BENCHMARK(chain_eager)->UseRealTime();
 BENCHMARK(gradient_hand)->UseRealTime();
 BENCHMARK(gradient_static)->UseRealTime();
 BENCHMARK(gradient_eager)->UseRealTime();
 BENCHMARK(call_static);
+BENCHMARK(call_static_into);
 BENCHMARK(call_eager);
 
 BENCHMARK_MAIN();

@@ -82,6 +82,50 @@ TEST_CASE("a fused graph runs one loop and allocates only its output") {
         test::allocations_during([] { tensor<float> one_output({64}); }));
 }
 
+TEST_CASE("into() writes the output into a given tensor or view, allocating nothing for a fused output") {
+  auto f = jit([](auto x, auto y) { return exp(x) * y + x / (y + 1.0); });
+  tensor<double> x = seeded({7, 17}, 1), y = seeded({7, 17}, 2);
+  tensor<double> want = f(x, y);
+  tensor<double> out = zeros<double>({7, 17});
+  CHECK(test::allocations_during([&] { f.into(out, x, y); }) == 0);
+  test::check_values(out, want, "into a fresh tensor");
+
+  tensor<double> wide = zeros<double>({17, 14});
+  tensor<double> columns = wide.transpose(0, 1).slice(0, 0, 14, 2);
+  f.into(columns, x, y);
+  test::check_values(columns, want, "into a strided view");
+  CHECK(wide.at(0, 1) == 0.0);
+
+  f.into(x, x, y);
+  test::check_values(x, want, "into one of its own inputs");
+
+  set_jit_enabled(false);
+  tensor<double> eager = zeros<double>({7, 17});
+  f.into(eager, seeded({7, 17}, 1), y);
+  set_jit_enabled(true);
+  test::check_values(eager, want, "with jit off");
+}
+
+TEST_CASE("into() copies an output that no fused loop computes, and refuses what it cannot do") {
+  auto total = jit([](auto x) { return sum(x * x, 0); });
+  tensor<float> x = {{1, 2}, {3, 4}};
+  tensor<float> out = zeros<float>({2});
+  total.into(out, x);
+  test::check_values(out, tensor<float>{10, 20}, "a reduction's output");
+
+  CHECK_THROWS_WITH_AS(total.into(zeros<float>({3}), x),
+                       doctest::Contains("the graph's output has shape [2], the tensor to write into has shape [3]"),
+                       shape_error);
+  tensor<float> w = {{1, 2}, {3, 4}};
+  w.set_requires_grad();
+  CHECK_THROWS_WITH_AS(total.into(out, w), doctest::Contains("records no gradient, but an input requires one"), error);
+  {
+    no_grad off;
+    total.into(out, w);
+  }
+  test::check_values(out, tensor<float>{10, 20}, "under no_grad");
+}
+
 TEST_CASE("plans are cached per signature; scalars never build a new plan") {
   double scale = 2;
   auto f = jit([&scale](auto x) { return x * scale; });

@@ -32,15 +32,14 @@ class caching_allocator {
  public:
   static constexpr std::size_t alignment = 64;
 
-  // Whether a block counts in stats(): tensor memory and what ops make per
-  // call do; the nodes a static graph's trace builds on every call do not,
-  // so that a call's count is what it leaves behind.
-  enum class tally : bool { counted, uncounted };
-
   static void* allocate(std::size_t bytes);
   static void deallocate(void* block, std::size_t bytes) noexcept;
+  // The same bins, not counted in stats(): for what a static graph's call
+  // builds and drops before it returns (its memo, its bookkeeping), so that
+  // a call's count is what it leaves behind.
   static void* allocate_uncounted(std::size_t bytes);
   static void deallocate_uncounted(void* block, std::size_t bytes) noexcept;
+  enum class tally : bool { counted, uncounted };
   // Sums the counters of every thread, living or gone.
   static allocation_stats stats();
   // Returns the calling thread's cached blocks to the system.
@@ -56,13 +55,6 @@ class caching_allocator {
   }
 
  private:
-  // allocate and deallocate, with or without counting: one body, no branch
-  // on the hot path.
-  template <tally Counting>
-  static void* take(std::size_t bytes);
-  template <tally Counting>
-  static void give_back(void* block, std::size_t bytes) noexcept;
-
   static constexpr std::size_t cache_limit = std::size_t{1} << 30;
   static constexpr std::size_t bin_count = 4 * 64;
 
@@ -110,8 +102,8 @@ class caching_allocator {
 
 // The caching allocator for standard containers and allocate_shared: the
 // small objects every op makes (storage headers, autograd nodes) come from
-// the same per-thread bins as tensor buffers. Uncounted, for what a static
-// graph's call builds and drops before it returns (its memo, its bookkeeping).
+// the same per-thread bins as tensor buffers; uncounted, a static graph's
+// per-call bookkeeping.
 template <class T, caching_allocator::tally Counting = caching_allocator::tally::counted>
 struct cached {
   using value_type = T;

@@ -113,6 +113,49 @@ class static_graph {
     return std::pair{output, detail::captured_gradients(std::move(run), exec->captured())};
   }
 
+  // Runs the graph and writes its output into `out` (a tensor or a view of
+  // one) instead of a fresh tensor: with a fused group at the output, its
+  // loop writes there and the call allocates nothing. `out` must have the
+  // output's shape and element type. Like PyTorch's `out=` arguments, it
+  // records no gradient: while an input or a captured tensor would need one,
+  // it throws (run it under tandem::no_grad, or use the value a call returns).
+  template <class T, class... A>
+  void into(const tensor<T>& out, const A&... a) const {
+    static_assert(!(is_symbolic_v<A> || ...),
+                  "tandem::jit: into() runs a graph on tensors; inside another graph's trace, call the graph itself");
+    auto root = trace(a...);
+    using root_type = decltype(root);
+    static_assert(std::tuple_size_v<decltype(output_keys(root))> == 1,
+                  "tandem::jit: into() writes one output, but this function returns several");
+    bool recording = is_grad_enabled() && (detail::input_requires_grad(a) || ... || has_captured<root_type>());
+    if (recording || (out.requires_grad() && is_grad_enabled()))
+      throw error("tandem::jit::into: writes into an existing tensor and records no gradient, but " +
+                  std::string(recording ? "an input requires one" : "the tensor written into requires one") +
+                  "; run it under tandem::no_grad, or use the value the graph returns");
+    auto write = [&](const auto& value) {
+      using V = typename std::decay_t<decltype(value)>::value_type;
+      static_assert(std::is_same_v<V, T>, "tandem::jit: into() needs a tensor of the element type the function returns");
+      if (value.shape() != out.shape())
+        throw shape_error("tandem::jit::into: the graph's output has shape " + to_string(value.shape()) +
+                          ", the tensor to write into has shape " + to_string(out.shape()));
+      tensor<T> target = out;
+      target.assign(value);
+    };
+    if (!jit_enabled()) return write(f_(a...));
+
+    using inputs_type = std::tuple<const A&...>;
+    using exec_type = detail::executor<root_type, inputs_type>;
+    detail::signature signature = detail::signature_of(a...);
+    bool known = cache_->find(signature) != nullptr;
+    inputs_type inputs{a...};
+    exec_type exec(inputs, false);
+    exec.write_into(output_keys(root)[0], out);
+    auto output = detail::apply_operands([&](const auto& o) { return exec.value(o); }, root.children);
+    if (!known) remember(signature, exec.counters(), std::tuple{output});
+    if (exec.wrote_into_destination()) out.storage()->bump_version();
+    else write(output);
+  }
+
   plan_statistics statistics() const { return cache_->statistics(); }
   const F& function() const { return f_; }
 

@@ -8,10 +8,11 @@
 // A node that holds nothing (an input, or an elementwise op over such nodes)
 // is *pure*: its type alone says what it computes, so two pure nodes of the
 // same type are the same value and are computed once. Every other node is
-// shared (graph/shared_node.hpp), so a graph in memory is as large as the
-// program that built it, however often a value is reused.
+// held by a shared pointer, so a graph in memory is as large as the program
+// that built it, however often a value is reused.
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -19,7 +20,6 @@
 
 #include "tandem/core/tensor.hpp"
 #include "tandem/graph/fwd.hpp"
-#include "tandem/graph/shared_node.hpp"
 
 namespace tandem {
 namespace detail {
@@ -119,14 +119,14 @@ struct nothing_held {};
 template <class Node>
 class sym {
   static constexpr bool pure = detail::is_pure<Node>;
-  using holder = std::conditional_t<pure, detail::nothing_held, detail::shared_node<Node>>;
+  using holder = std::conditional_t<pure, detail::nothing_held, std::shared_ptr<const Node>>;
 
  public:
   using node_type = Node;
   using value_type = typename Node::value_type;
 
   sym() requires pure = default;
-  explicit sym(detail::shared_node<Node> node) requires(!pure) : held_(std::move(node)) {}
+  explicit sym(std::shared_ptr<const Node> node) requires(!pure) : held_(std::move(node)) {}
 
   const Node& node() const {
     if constexpr (pure) {
@@ -189,8 +189,10 @@ struct apply_node {
 
 template <class N, class... Args>
 sym<N> make_sym(Args&&... args) {
+  // Not make_shared: its allocator machinery costs GCC the same
+  // exponential checks as std::tuple (see operand_list).
   if constexpr (is_pure<N>) return sym<N>{};
-  else return sym<N>(shared_node<N>::make(std::forward<Args>(args)...));
+  else return sym<N>(std::shared_ptr<const N>(new N{std::forward<Args>(args)...}));
 }
 
 template <class N>

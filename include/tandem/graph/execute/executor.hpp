@@ -95,6 +95,17 @@ class executor final : public graph_run {
   const by_key<any_tensor>& captured() const { return captured_; }
   const run_counters& counters() const { return counters_; }
 
+  // static_graph::into: the tensor the value of `key` is to be written into.
+  // The fused group computing that value writes there directly when the
+  // shapes agree and no operand of the group shares its storage; otherwise
+  // the value is computed as usual and the caller copies it.
+  template <class T>
+  void write_into(const void* key, const tensor<T>& destination) {
+    destination_key_ = key;
+    destination_ = &destination;
+  }
+  bool wrote_into_destination() const { return wrote_into_destination_; }
+
   // Only the floating types the graph computes in ever add gradients: a
   // visit over every alternative of any_tensor would instantiate eager
   // addition (and its autograd) for bool, integers and the other float
@@ -254,6 +265,23 @@ class executor final : public graph_run {
     }(std::make_index_sequence<std::tuple_size_v<Operands>>{});
   }
 
+  // A group's output: the destination of into() where it may be written
+  // directly, else a fresh tensor.
+  template <class T, class Operands>
+  tensor<T> output_of_group(const void* key, const shape& out_shape, const Operands& operands) {
+    if (key && key == destination_key_) {
+      // The value at destination_key_ has the destination's type (into() checks).
+      const tensor<T>& destination = *static_cast<const tensor<T>*>(destination_);
+      bool shares = std::apply([&](const auto&... t) { return (false || ... || (t.storage() == destination.storage())); },
+                               operands);
+      if (destination.shape() == out_shape && !shares) {
+        wrote_into_destination_ = true;
+        return destination;
+      }
+    }
+    return tensor<T>(out_shape);
+  }
+
   template <class U, class T>
   static tensor<U> converted(const tensor<T>& t) {
     if constexpr (std::is_same_v<U, T>) return t;
@@ -269,6 +297,9 @@ class executor final : public graph_run {
   by_key<bool> needs_gradient_;
   std::vector<step> steps_;
   run_counters counters_;
+  const void* destination_key_ = nullptr;
+  const void* destination_ = nullptr;
+  bool wrote_into_destination_ = false;
 };
 
 }  // namespace tandem::detail

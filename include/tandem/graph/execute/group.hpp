@@ -32,14 +32,14 @@ tensor<value_of_t<R>> executor<Root, Inputs>::run_group(const sym<R>& s, const v
     bind_leaves(s, kernel, operands, keys);
     out_shape = std::apply([](const auto&... t) { return broadcast_all<kernel_type>(t...); }, operands);
   }
-  tensor<T> out = done ? *done : tensor<T>(out_shape);
+  tensor<T> out = done ? *done : output_of_group<T>(key, out_shape, operands);
   if (!done) {
     std::apply(
         [&](const auto&... t) {
-          if (common_contiguous_shape(t...))
+          if (common_contiguous_shape(t...) && out.is_contiguous())
             elementwise_flat<T, C>(kernel, out.numel(), out.data(), flat_operand<value_of_t_tensor<decltype(t)>>{t.data(), 1}...);
           else
-            elementwise<T, C>(kernel, out_shape, out.data(), contiguous_strides(out_shape),
+            elementwise<T, C>(kernel, out_shape, out.data(), dims(out.strides().begin(), out.strides().end()),
                               operand<value_of_t_tensor<decltype(t)>>{t.data(), broadcast_strides(t, out_shape)}...);
         },
         operands);
