@@ -124,6 +124,14 @@ TEST_CASE("into() copies an output that no fused loop computes, and refuses what
     total.into(out, w);
   }
   test::check_values(out, tensor<float>{10, 20}, "under no_grad");
+
+  tensor<float> scale = {2, 3};
+  auto scaled = jit([&scale](auto v) { return v * scale; });
+  CHECK_THROWS_WITH_AS(scaled.into(out, tensor<float>{1, 1}), doctest::Contains("the function captures tensors"),
+                       error);
+  no_grad off;
+  scaled.into(out, tensor<float>{1, 1});
+  test::check_values(out, tensor<float>{2, 3}, "a captured tensor under no_grad");
 }
 
 TEST_CASE("plans are cached per signature; scalars never build a new plan") {

@@ -117,8 +117,8 @@ class static_graph {
   // one) instead of a fresh tensor: with a fused group at the output, its
   // loop writes there and the call allocates nothing. `out` must have the
   // output's shape and element type. Like PyTorch's `out=` arguments, it
-  // records no gradient: while an input or a captured tensor would need one,
-  // it throws (run it under tandem::no_grad, or use the value a call returns).
+  // records no gradient: where a call would record, it throws (run it under
+  // tandem::no_grad, or use the value a call returns).
   template <class T, class... A>
   void into(const tensor<T>& out, const A&... a) const {
     static_assert(!(is_symbolic_v<A> || ...),
@@ -127,10 +127,15 @@ class static_graph {
     using root_type = decltype(root);
     static_assert(std::tuple_size_v<decltype(output_keys(root))> == 1,
                   "tandem::jit: into() writes one output, but this function returns several");
-    bool recording = is_grad_enabled() && (detail::input_requires_grad(a) || ... || has_captured<root_type>());
-    if (recording || (out.requires_grad() && is_grad_enabled()))
-      throw error("tandem::jit::into: writes into an existing tensor and records no gradient, but " +
-                  std::string(recording ? "an input requires one" : "the tensor written into requires one") +
+    // As a call would record: an input that requires a gradient, or any
+    // captured tensor (a module's parameters), while autograd is on.
+    bool inputs_record = is_grad_enabled() && (detail::input_requires_grad(a) || ...);
+    bool captures_record = is_grad_enabled() && has_captured<root_type>();
+    if (inputs_record || captures_record || (out.requires_grad() && is_grad_enabled()))
+      throw error(std::string("tandem::jit::into: writes into an existing tensor and records no gradient, but ") +
+                  (inputs_record     ? "an input requires one"
+                   : captures_record ? "the function captures tensors, which autograd would record"
+                                     : "the tensor written into requires one") +
                   "; run it under tandem::no_grad, or use the value the graph returns");
     auto write = [&](const auto& value) {
       using V = typename std::decay_t<decltype(value)>::value_type;
