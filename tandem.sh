@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The quick start. `./tandem.sh demo` and `./tandem.sh test` install what is
 # missing (Debian packages), configure, build, and run the main demo or the
-# whole test suite; `./tandem.sh sanitize` runs the suite under ASan and
+# whole test suite; `./tandem.sh bench` builds the benchmarks (into
+# build/release/bench) and runs each briefly; `./tandem.sh sanitize` runs the suite under ASan and
 # UBSan, `./tandem.sh clang` builds and runs it with clang, and
 # `./tandem.sh portable` for x86-64-v2 (SSE4.2, no AVX). `./tandem.sh tsan`
 # runs the tests that start threads under ThreadSanitizer, and
@@ -45,6 +46,22 @@ case "${1:-}" in
     cmake --build --preset release -j "$jobs"
     ctest --preset release -j "$jobs"
     ;;
+  bench)
+    install_missing
+    configure
+    cmake --build --preset release --target benchmarks -j "$jobs"
+    # A smoke run: every benchmark once, so that none rots unseen. Timings
+    # worth reading take longer runs (docs/benchmarks/).
+    for b in build/release/bench/bench_*; do
+      case "$b" in
+        *call_overhead) args=(ten-jit 10) ;;
+        *cuda*) continue ;;
+        *) args=(--benchmark_min_time=0.001) ;;
+      esac
+      "$b" "${args[@]}" >/dev/null 2>&1 || { echo "tandem: $b failed" >&2; exit 1; }
+    done
+    echo "tandem: benchmarks built and run once each (build/release/bench)"
+    ;;
   sanitize | portable | tsan)
     install_missing
     cmake --preset "$1" >/dev/null
@@ -65,7 +82,7 @@ case "${1:-}" in
     ctest --preset clang -j "$jobs"
     ;;
   *)
-    echo "usage: ./tandem.sh demo | test | sanitize | clang | portable | tsan | fuzz [seconds]" >&2
+    echo "usage: ./tandem.sh demo | test | bench | sanitize | clang | portable | tsan | fuzz [seconds]" >&2
     exit 2
     ;;
 esac
