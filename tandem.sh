@@ -2,8 +2,8 @@
 # The quick start. `./tandem.sh demo` and `./tandem.sh test` install what is
 # missing (Debian packages), configure, build, and run the main demo or the
 # whole test suite; `./tandem.sh bench` builds the benchmarks (into
-# build/release/bench) and runs each briefly; `./tandem.sh sanitize` runs the suite under ASan and
-# UBSan, `./tandem.sh clang` builds and runs it with clang, and
+# build/release/bench) and runs each once; `./tandem.sh sanitize` runs the
+# suite under ASan and UBSan, `./tandem.sh clang` builds and runs it with clang, and
 # `./tandem.sh portable` for x86-64-v2 (SSE4.2, no AVX). `./tandem.sh tsan`
 # runs the tests that start threads under ThreadSanitizer, and
 # `./tandem.sh fuzz [seconds]` each libFuzzer target (clang) for that long,

@@ -11,6 +11,27 @@
 
 namespace tandem::detail {
 
+TANDEM_LIBRARY_FUNCTION void* caching_allocator::thread_cache::take(std::size_t rounded) {
+  auto& bin = bins[bin_index(rounded)];
+  if (bin.empty()) return ::operator new(rounded, std::align_val_t{alignment});
+  void* block = bin.back();
+  bin.pop_back();
+  cached_bytes -= rounded;
+  return block;
+}
+
+TANDEM_LIBRARY_FUNCTION void caching_allocator::thread_cache::give(void* block, std::size_t rounded) noexcept {
+  if (cached_bytes + rounded <= cache_limit) {
+    try {
+      bins[bin_index(rounded)].push_back(block);
+      cached_bytes += rounded;
+      return;
+    } catch (const std::bad_alloc&) {
+    }
+  }
+  ::operator delete(block, std::align_val_t{alignment});
+}
+
 TANDEM_LIBRARY_FUNCTION void* caching_allocator::allocate(std::size_t bytes) {
   std::size_t rounded = size_class(bytes);
   if (cache_gone()) {
@@ -19,14 +40,7 @@ TANDEM_LIBRARY_FUNCTION void* caching_allocator::allocate(std::size_t bytes) {
   }
   thread_cache& cache = local();
   cache.counts.add(1, static_cast<std::int64_t>(rounded));
-  auto& bin = cache.bins[bin_index(rounded)];
-  if (!bin.empty()) {
-    void* block = bin.back();
-    bin.pop_back();
-    cache.cached_bytes -= rounded;
-    return block;
-  }
-  return ::operator new(rounded, std::align_val_t{alignment});
+  return cache.take(rounded);
 }
 
 TANDEM_LIBRARY_FUNCTION void caching_allocator::deallocate(void* block, std::size_t bytes) noexcept {
@@ -39,43 +53,20 @@ TANDEM_LIBRARY_FUNCTION void caching_allocator::deallocate(void* block, std::siz
   }
   thread_cache& cache = local();
   cache.counts.add(-1, -static_cast<std::int64_t>(rounded));
-  if (cache.cached_bytes + rounded <= cache_limit) {
-    try {
-      cache.bins[bin_index(rounded)].push_back(block);
-      cache.cached_bytes += rounded;
-      return;
-    } catch (const std::bad_alloc&) {
-    }
-  }
-  ::operator delete(block, std::align_val_t{alignment});
+  cache.give(block, rounded);
 }
 
-// Not written as allocate() with a flag: the branch, or a shared template,
-// costs the eager ops' allocations 5-9% more instructions (callgrind).
 TANDEM_LIBRARY_FUNCTION void* caching_allocator::allocate_uncounted(std::size_t bytes) {
   std::size_t rounded = size_class(bytes);
   if (cache_gone()) return ::operator new(rounded, std::align_val_t{alignment});
-  auto& bin = local().bins[bin_index(rounded)];
-  if (bin.empty()) return ::operator new(rounded, std::align_val_t{alignment});
-  void* block = bin.back();
-  bin.pop_back();
-  local().cached_bytes -= rounded;
-  return block;
+  return local().take(rounded);
 }
 
 TANDEM_LIBRARY_FUNCTION void caching_allocator::deallocate_uncounted(void* block, std::size_t bytes) noexcept {
   if (!block) return;
   std::size_t rounded = size_class(bytes);
-  thread_cache* cache = cache_gone() ? nullptr : &local();
-  if (cache && cache->cached_bytes + rounded <= cache_limit) {
-    try {
-      cache->bins[bin_index(rounded)].push_back(block);
-      cache->cached_bytes += rounded;
-      return;
-    } catch (const std::bad_alloc&) {
-    }
-  }
-  ::operator delete(block, std::align_val_t{alignment});
+  if (cache_gone()) ::operator delete(block, std::align_val_t{alignment});
+  else local().give(block, rounded);
 }
 
 TANDEM_LIBRARY_FUNCTION allocation_stats caching_allocator::stats() {

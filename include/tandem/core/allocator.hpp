@@ -90,6 +90,10 @@ class caching_allocator {
     thread_counts counts;
 
     thread_cache();
+    // A block of a rounded size from its bin, else a fresh one.
+    void* take(std::size_t rounded);
+    // Back to its bin, else (the cache full) to the system.
+    void give(void* block, std::size_t rounded) noexcept;
     void release() noexcept;
     ~thread_cache();
   };
