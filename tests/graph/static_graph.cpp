@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <string>
 #include <vector>
 
 #include "support/check.hpp"
@@ -15,6 +16,15 @@ using traced = decltype(std::declval<Graph>().trace(std::declval<A>()...));
 tensor<double> seeded(const shape& s, std::uint64_t seed) {
   generator gen(seed);
   return uniform<double>(s, 0.2, 1.5, gen);
+}
+
+// How many fused loops a graph's text dump lists.
+std::size_t fused_loops_in(const std::string& text) {
+  std::size_t count = 0;
+  for (std::size_t at = text.find("fused loop, buffer"); at != std::string::npos;
+       at = text.find("fused loop, buffer", at + 1))
+    ++count;
+  return count;
 }
 
 }  // namespace
@@ -45,6 +55,12 @@ TEST_CASE("values holding different scalars stay apart; a value used twice is co
   tensor<float> x = {1, 2, 3};
   auto f = jit([](auto a) { return a * 2.0 + a * 3.0; });
   test::check_values(f(x), tensor<float>{5, 10, 15}, "x*2 + x*3");
+  using two_products = traced<decltype(f), tensor<float>>;
+  static_assert(detail::has_shared_data_classes<two_products>,
+                "two products of one type: the plan by class holds only for one instance");
+  static_assert(detail::graph_structure<detail::by_instance_t<two_products>>::fusion_groups == 2,
+                "by instance, the products' class is materialized: a loop per instance, and one for the sum");
+  CHECK(fused_loops_in(f.text(x)) == 3);
 
   auto shared = jit([](auto a) { return repeat<8>(a, [](auto h) { return h * h + h; }); });
   using pure = detail::graph_structure<traced<decltype(shared), tensor<float>>>;
@@ -53,12 +69,45 @@ TEST_CASE("values holding different scalars stay apart; a value used twice is co
   static_assert(pure::classes == 18, "input, output and 2 classes per step: reuse is shared, not copied");
 
   auto scaled = jit([](auto a) { return repeat<4>(a * 0.5, [](auto h) { return h * h + h; }); });
-  using data = detail::graph_structure<traced<decltype(scaled), tensor<float>>>;
-  static_assert(data::fusion_groups == 5 && data::buffers == 4,
-                "a scalar-holding value read three times is materialized once per step");
+  using data_root = traced<decltype(scaled), tensor<float>>;
+  using data = detail::graph_structure<data_root>;
+  static_assert(data::fusion_groups == 1 && data::buffers == 0,
+                "a scalar-holding value read three times is computed once, in registers, when it is one value");
+  using by_instance = detail::graph_structure<detail::by_instance_t<data_root>>;
+  static_assert(by_instance::fusion_groups == 5 && by_instance::buffers == 4,
+                "and once per instance, into a buffer, where a program made several of its type");
   tensor<float> small = {0.25f, -0.5f};
   auto eager = repeat<4>(small * 0.5, [](auto h) { return h * h + h; });
   test::check_values(scaled(small), eager, "scalar-holding chain");
+  CHECK(fused_loops_in(scaled.text(small)) == 1);
+}
+
+TEST_CASE("a value read twice is computed once in its loop; values of one type that differ are kept apart") {
+  // h holds a scalar and a captured tensor; the square reads it twice.
+  tensor<double> w = seeded({7}, 9);
+  auto square = jit([&w](auto x) {
+    auto h = x * w - 0.25;
+    return h * h + sigmoid(h);
+  });
+  auto twice = jit([&w](auto x) { return (x * w - 0.25) * (x * w - 0.5); });
+  for (std::int64_t n : {std::int64_t{1}, std::int64_t{7}}) {
+    tensor<double> x = seeded({n, 7}, 10);
+    auto h = x * w - 0.25;
+    test::check_values(square(x), h * h + sigmoid(h), "h * h + sigmoid(h), h holding data");
+    test::check_values(twice(x), (x * w - 0.25) * (x * w - 0.5), "two values of one type");
+  }
+  tensor<double> x = seeded({3, 7}, 11);
+  CHECK(fused_loops_in(square.text(x)) == 1);
+  CHECK(fused_loops_in(twice.text(x)) == 3);
+
+  // Gradients through both plans, against eager autograd.
+  auto square_sum = [&w](auto v) {
+    auto h = v * w - 0.25;
+    return sum(h * h + sigmoid(h));
+  };
+  auto twice_sum = [&w](auto v) { return sum((v * w - 0.25) * (v * w - 0.5)); };
+  test::check_values(grad(jit(square_sum))(x), grad(square_sum)(x), "d/dx of h * h + sigmoid(h)");
+  test::check_values(grad(jit(twice_sum))(x), grad(twice_sum)(x), "d/dx of two values of one type");
 }
 
 TEST_CASE("h = h * h + h applied 30 times is one fused loop") {

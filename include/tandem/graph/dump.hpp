@@ -4,7 +4,8 @@
 // values, so every runtime instance is one line (two nodes of one type that
 // hold different scalars are two lines), and reads the passes' answers for
 // each class: which values get a buffer, which are computed in registers
-// inside a group's loop.
+// inside a group's loop (by the plan a call with these values runs:
+// sharing.hpp).
 
 #include <cstddef>
 #include <sstream>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "tandem/graph/execute.hpp"
+#include "tandem/graph/sharing.hpp"
 #include "tandem/graph/structure.hpp"
 
 namespace tandem {
@@ -41,6 +43,7 @@ struct dump_step {
   std::vector<std::size_t> to;
 };
 
+// Root is the plan's root type (graph/sharing.hpp).
 template <class Root>
 class graph_dumper {
  public:
@@ -49,7 +52,8 @@ class graph_dumper {
   std::size_t group_count = 0;
   std::vector<dump_step> backward;  // in the order they run
 
-  explicit graph_dumper(const Root& root) {
+  template <class Traced>
+  explicit graph_dumper(const Traced& root) {
     apply_operands([&](const auto&... out) { (outputs.push_back(visit(out)), ...); }, root.children);
     for (std::size_t v = 0; v < values.size(); ++v)
       if (values[v].buffer && !values[v].eager_kernel) mark_group(v, group_count++);
@@ -147,9 +151,8 @@ inline std::string value_list_text(const std::vector<std::size_t>& values) {
   return text;
 }
 
-template <class Root>
-std::string graph_text(const Root& root) {
-  graph_dumper<Root> d(root);
+template <class Plan>
+std::string dump_text(const graph_dumper<Plan>& d) {
   std::ostringstream out;
   out << "forward\n";
   for (std::size_t v = 0; v < d.values.size(); ++v) {
@@ -176,9 +179,8 @@ std::string graph_text(const Root& root) {
   return out.str();
 }
 
-template <class Root>
-std::string graph_dot(const Root& root) {
-  graph_dumper<Root> d(root);
+template <class Plan>
+std::string dump_dot(const graph_dumper<Plan>& d) {
   std::ostringstream out;
   out << "digraph tandem {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n";
   auto label = [&](std::size_t v) { return value_name(v) + "\\n" + d.values[v].op + " : " + d.values[v].dtype; };
@@ -222,6 +224,16 @@ std::string graph_dot(const Root& root) {
     }
   out << "  }\n}\n";
   return out.str();
+}
+
+template <class Root>
+std::string graph_text(const Root& root) {
+  return with_plan(root, [&]<class Plan>(std::type_identity<Plan>) { return dump_text(graph_dumper<Plan>(root)); });
+}
+
+template <class Root>
+std::string graph_dot(const Root& root) {
+  return with_plan(root, [&]<class Plan>(std::type_identity<Plan>) { return dump_dot(graph_dumper<Plan>(root)); });
 }
 
 }  // namespace detail

@@ -45,6 +45,9 @@ struct group_table {
   // through slot tensor_slot[J].
   std::array<std::size_t, Slots> pure_class{};
   std::array<std::size_t, Slots> tensor_slot{};
+  // The first slot reading class I in registers: a data-holding class read
+  // through several slots is bound from that one.
+  std::array<std::size_t, Classes> first_fused_read{};
   std::size_t pure = 0, constants = 0, tensors = 0;
 };
 
@@ -70,12 +73,14 @@ constexpr auto lay_out_group() {
   constexpr std::size_t slots =
       []<class... P>(seen_list<P...>*) { return (std::size_t{0} + ... + arity_v<P>); }(static_cast<Group*>(nullptr));
   group_table<classes, slots> table;
+  table.first_fused_read.fill(slots);
   std::size_t s = 0, i = 0;
   auto place = [&](leaf_kind kind, std::size_t at) {
     table.owner[s] = i;
     table.kind[s] = kind;
     if (kind == leaf_kind::fused) {
       table.position[s] = at;
+      if (table.first_fused_read[at] == slots) table.first_fused_read[at] = s;
     } else if (kind == leaf_kind::pure) {
       std::size_t j = 0;
       while (j < table.pure && table.pure_class[j] != at) ++j;

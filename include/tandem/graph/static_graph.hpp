@@ -2,7 +2,9 @@
 // tandem::jit(f) and static_graph<F>. A call traces f on symbolic values
 // (one per tensor argument; scalars pass through as runtime values), which
 // gives the graph as a type; the compile-time passes of structure.hpp fuse
-// it; the plan for the call's signature is found or built; the graph runs.
+// it (by class, or by instance where the traced values need it:
+// sharing.hpp); the plan for the call's signature is found or built; the
+// graph runs.
 // While eager autograd records, the whole call becomes one node of the
 // eager graph whose backward is the graph's fused backward.
 
@@ -21,6 +23,7 @@
 #include "tandem/graph/join.hpp"
 #include "tandem/graph/mode.hpp"
 #include "tandem/graph/plan.hpp"
+#include "tandem/graph/sharing.hpp"
 #include "tandem/graph/trace.hpp"
 
 namespace tandem {
@@ -38,14 +41,14 @@ auto symbol_for(const A& a) {
 template <class Out>
 auto outputs_root(const Out& out) {
   if constexpr (is_symbolic_v<Out>) {
-    return outputs_node<typename Out::node_type>{make_operands(out)};
+    return outputs_node<share_by_class, typename Out::node_type>{make_operands(out)};
   } else {
     return std::apply(
         []<class... S>(const S&... outs) {
           static_assert((is_symbolic_v<S> && ...),
                         "tandem::jit: the function must return what tandem ops return on its arguments (a symbolic "
                         "value, or a tuple of them); a tensor computed outside the graph cannot be an output");
-          return outputs_node<typename S::node_type...>{make_operands(outs...)};
+          return outputs_node<share_by_class, typename S::node_type...>{make_operands(outs...)};
         },
         out);
   }
@@ -94,23 +97,24 @@ class static_graph {
   template <class... A>
   auto value_and_captured_gradients(const A&... a) const {
     auto root = trace(a...);
-    using root_type = decltype(root);
-    using inputs_type = std::tuple<const A&...>;
-    using exec_type = detail::executor<root_type, inputs_type>;
     auto keys = output_keys(root);
     static_assert(keys.size() == 1, "tandem::jit: a training step's function must return one value, its loss");
     const void* key = keys[0];
     detail::signature signature = detail::signature_of(a...);
     bool known = cache_->find(signature) != nullptr;
+    using inputs_type = std::tuple<const A&...>;
     inputs_type inputs{a...};
-    std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(inputs, true, key)));
-    auto* exec = static_cast<exec_type*>(run.get());
-    auto output = detail::apply_operands([&](const auto& loss) { return exec->value(loss); }, root.children);
-    static_assert(std::is_floating_point_v<typename decltype(output)::value_type>,
-                  "tandem::jit: a training step's loss must be a float or double tensor");
-    if (!known) remember(signature, exec->counters(), std::tuple{output});
-    exec->backward({{key, detail::any_tensor(ones_like(output))}});
-    return std::pair{output, detail::captured_gradients(std::move(run), exec->captured())};
+    return detail::with_plan(root, [&]<class Plan>(std::type_identity<Plan>) {
+      using exec_type = detail::executor<Plan, inputs_type>;
+      std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(inputs, true, key)));
+      auto* exec = static_cast<exec_type*>(run.get());
+      auto output = detail::apply_operands([&](const auto& loss) { return exec->value(loss); }, root.children);
+      static_assert(std::is_floating_point_v<typename decltype(output)::value_type>,
+                    "tandem::jit: a training step's loss must be a float or double tensor");
+      if (!known) remember(signature, exec->counters(), std::tuple{output});
+      exec->backward({{key, detail::any_tensor(ones_like(output))}});
+      return std::pair{output, detail::captured_gradients(std::move(run), exec->captured())};
+    });
   }
 
   // Runs the graph and writes its output into `out` (a tensor or a view of
@@ -149,16 +153,17 @@ class static_graph {
     if (!jit_enabled()) return write(f_(a...));
 
     using inputs_type = std::tuple<const A&...>;
-    using exec_type = detail::executor<root_type, inputs_type>;
     detail::signature signature = detail::signature_of(a...);
     bool known = cache_->find(signature) != nullptr;
     inputs_type inputs{a...};
-    exec_type exec(inputs, false);
-    exec.write_into(output_keys(root)[0], out);
-    auto output = detail::apply_operands([&](const auto& o) { return exec.value(o); }, root.children);
-    if (!known) remember(signature, exec.counters(), std::tuple{output});
-    if (exec.wrote_into_destination()) out.storage()->bump_version();
-    else write(output);
+    detail::with_plan(root, [&]<class Plan>(std::type_identity<Plan>) {
+      detail::executor<Plan, inputs_type> exec(inputs, false);
+      exec.write_into(output_keys(root)[0], out);
+      auto output = detail::apply_operands([&](const auto& o) { return exec.value(o); }, root.children);
+      if (!known) remember(signature, exec.counters(), std::tuple{output});
+      if (exec.wrote_into_destination()) out.storage()->bump_version();
+      else write(output);
+    });
   }
 
   plan_statistics statistics() const { return cache_->statistics(); }
@@ -189,7 +194,6 @@ class static_graph {
     auto root = trace(a...);
     using root_type = decltype(root);
     using inputs_type = std::tuple<const A&...>;
-    using exec_type = detail::executor<root_type, inputs_type>;
 
     detail::signature signature = detail::signature_of(a...);
     bool known = cache_->find(signature) != nullptr;
@@ -200,14 +204,19 @@ class static_graph {
     // the depth of the graph (30 steps of h*h+h took minutes).
     // The run lives on the stack unless the autograd graph keeps it.
     const void* seeded = unit_seed ? output_keys(root)[0] : nullptr;
-    exec_type exec(inputs, recording, seeded);
-    auto outputs = detail::apply_operands([&](const auto&... out) { return std::tuple{exec.value(out)...}; }, root.children);
-    if (!known) remember(signature, exec.counters(), outputs);
-    if (recording) {
-      std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(std::move(exec))));
-      const auto& kept = static_cast<const exec_type&>(*run);
-      connect(std::move(run), kept.captured(), output_keys(root), outputs, a...);
-    }
+    auto outputs = detail::with_plan(root, [&]<class Plan>(std::type_identity<Plan>) {
+      using exec_type = detail::executor<Plan, inputs_type>;
+      exec_type exec(inputs, recording, seeded);
+      auto values =
+          detail::apply_operands([&](const auto&... out) { return std::tuple{exec.value(out)...}; }, root.children);
+      if (!known) remember(signature, exec.counters(), values);
+      if (recording) {
+        std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(std::move(exec))));
+        const auto& kept = static_cast<const exec_type&>(*run);
+        connect(std::move(run), kept.captured(), output_keys(root), values, a...);
+      }
+      return values;
+    });
     if constexpr (std::tuple_size_v<decltype(outputs)> == 1) return std::get<0>(outputs);
     else return outputs;
   }

@@ -11,11 +11,16 @@
 // group's registers and leaves the same way).
 //
 // An elementwise class is materialized when it is an output, when a
-// non-elementwise op reads it, when a parent computes in another type, or
-// when it holds runtime data (a scalar, a captured tensor) and is read
-// through two or more slots: two nodes of such a type may hold different
-// scalars, so they are computed once per runtime instance, into a buffer.
-// Pure classes are computed once per group however often they are read.
+// non-elementwise op reads it, or when a parent computes in another type.
+// Every other elementwise class is computed in registers, once per group
+// however often it is read, which is right as long as each class has one
+// runtime instance. That holds for every class that holds nothing (a pure
+// class: its type is its value), and for a class holding runtime data (a
+// scalar, a captured tensor) when the program read one value twice (`h * h`).
+// It does not hold when a program made two values of one type (`a * 2 + a *
+// 3`): the plan "by instance" then materializes each instance of a
+// data-holding class read through two or more slots, and graph/sharing.hpp
+// checks on every call which of the two plans the traced graph needs.
 
 #include <array>
 #include <cstddef>
@@ -27,16 +32,37 @@
 
 namespace tandem::detail {
 
-// The root of a graph with several outputs.
-template <class... C>
+// How a plan shares a data-holding class read through two or more slots:
+// computed once in registers (its runtime instance is one value), or once per
+// runtime instance, into a buffer.
+struct share_by_class {};
+struct share_by_instance {};
+
+// The root of a graph: its outputs, and how its plan shares values. A trace
+// makes the root by class; by_instance_t<Root> names the other plan.
+template <class Sharing, class... C>
 struct outputs_node {
   using value_type = void;
   operand_list<sym<C>...> children;
 };
-template <class... C>
-struct node_traits<outputs_node<C...>> : node_traits<void> {
+template <class Sharing, class... C>
+struct node_traits<outputs_node<Sharing, C...>> : node_traits<void> {
   using children = std::tuple<C...>;
 };
+
+template <class Root>
+struct by_instance;
+template <class Sharing, class... C>
+struct by_instance<outputs_node<Sharing, C...>> {
+  using type = outputs_node<share_by_instance, C...>;
+};
+template <class Root>
+using by_instance_t = typename by_instance<Root>::type;
+
+template <class Root>
+inline constexpr bool shares_by_instance = false;
+template <class... C>
+inline constexpr bool shares_by_instance<outputs_node<share_by_instance, C...>> = true;
 
 inline constexpr std::size_t no_product = static_cast<std::size_t>(-1);
 
@@ -154,9 +180,28 @@ inline constexpr bool materialized_v = [] {
     return false;
   } else {
     constexpr std::size_t c = position_in<all_classes<Root>, C>;
-    return reads_v<Root>.foreign_reader[c] || (!is_pure<C> && reads_v<Root>.edges[c] >= 2);
+    return reads_v<Root>.foreign_reader[c] || (shares_by_instance<Root> && !is_pure<C> && reads_v<Root>.edges[c] >= 2);
   }
 }();
+
+// The data-holding elementwise classes that the plan by class computes in
+// registers although two or more slots read them: its answers hold only
+// when each of them has one runtime instance (graph/sharing.hpp checks).
+template <class Root, class C>
+inline constexpr bool shared_in_registers_v = [] {
+  if constexpr (!node_traits<C>::is_map || is_pure<C> || shares_by_instance<Root>) {
+    return false;
+  } else {
+    constexpr std::size_t c = position_in<all_classes<Root>, C>;
+    return !reads_v<Root>.foreign_reader[c] && reads_v<Root>.edges[c] >= 2;
+  }
+}();
+
+// Whether the plan by class can differ from the plan by instance.
+template <class Root>
+inline constexpr bool has_shared_data_classes = []<class... C>(seen_list<C...>*) {
+  return (shared_in_registers_v<Root, C> || ...);
+}(static_cast<all_classes<Root>*>(nullptr));
 
 // Whether child C is computed in registers inside a parent's group.
 template <class Root, class C>
@@ -177,12 +222,15 @@ using reader_of_t =
     typename type_at_or_void<all_classes<Root>, reads_v<Root>.first_reader[position_in<all_classes<Root>, C>]>::type;
 
 // Whether elementwise class C is computed by a group that writes a buffer,
-// rather than by one summed away inside a fused summation's loop. A fused
-// class holding runtime data has one reader, so the walk up is one path.
+// rather than by one summed away inside a fused summation's loop (asked of
+// its one reader; a class read through several slots may be computed by
+// several groups, and is not counted as in one).
 template <class Root, class C>
 constexpr bool in_buffered_group() {
   if constexpr (materialized_v<Root, C>) {
     return true;
+  } else if constexpr (edge_count_v<Root, C> != 1) {
+    return false;
   } else {
     using Reader = reader_of_t<Root, C>;
     if constexpr (node_traits<Reader>::is_map) return in_buffered_group<Root, Reader>();

@@ -7,7 +7,11 @@
 namespace tandem::detail {
 
 // Binds the group's scalars and tensor leaves, walking from its root
-// through the data-holding classes inside it (each has one instance here).
+// through the data-holding classes inside it. Each has one runtime instance
+// here (graph/sharing.hpp), so a class read through several slots is
+// entered from the first: the walk visits each class once, however often
+// the graph reads it (binding `h * h` per slot would take 2^n steps for n
+// such steps).
 // The operand at position Skip (a matmul with an epilogue) is not run: its
 // operands go to `product`. The kernel and operand types are deduced,
 // never spelled from R: GCC 12 matches a parameter spelled
@@ -28,7 +32,10 @@ template <std::size_t Skip, class P, std::size_t K, class C, class Kernel, class
 void executor<Root, Inputs>::bind_slot(const sym<C>& c, Kernel& kernel, Operands& operands, operand_keys& keys,
                                        Product& product) {
   if constexpr (fused_into_parent<Root, C>()) {
-    if constexpr (!is_pure<C>) bind_group<Skip>(c, kernel, operands, keys, product);
+    using layout = typename Kernel::layout;
+    if constexpr (!is_pure<C> &&
+                  layout::template slot_of_class<P, K> == layout::table.first_fused_read[layout::template index_of<C>])
+      bind_group<Skip>(c, kernel, operands, keys, product);
   } else if constexpr (node_traits<C>::is_constant) {
     constexpr std::size_t s = Kernel::layout::template slot_of_class<P, K>;
     kernel.constants[Kernel::layout::table.position[s]] = static_cast<typename Kernel::compute_type>(c.node().value);
