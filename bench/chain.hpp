@@ -1,7 +1,7 @@
 #pragma once
-// What the elementwise benchmarks share: seeded inputs, and the 8-op chain,
-// written once and run on floats (hand loops), tensors (eager), symbolic
-// values (static graphs) and Eigen expressions.
+// What the elementwise benchmarks share: seeded inputs, and two 8-op chains,
+// written once and run on floats or SIMD batches (hand loops), tensors
+// (eager), symbolic values (static graphs) and Eigen expressions.
 
 #include <tandem/tandem.hpp>
 
@@ -15,6 +15,20 @@ inline tandem::tensor<float> input(std::int64_t n, std::uint64_t seed) {
 template <class X>
 auto chain(const X& x) {
   return (((x * 1.5f + 0.5f) * x - 2.0f) * x + 1.0f) * (x - 0.25f);
+}
+
+// The chain of issue 15, with a tanh and a square of a value that holds
+// scalars. `tanh_of` is tandem::tanh, xsimd::tanh or Eigen's member.
+template <class X, class Tanh>
+auto tanh_chain(const X& x, Tanh tanh_of) {
+  auto a = x + x;
+  auto b = a * x;
+  auto c = b * 0.5f;
+  auto d = c + 1.0f;
+  auto e = tanh_of(d);
+  auto g = e * x;
+  auto h = g - 0.25f;
+  return h * h;
 }
 
 }  // namespace bench

@@ -5,6 +5,9 @@
 //               fresh tensor, and `into` a buffer allocated once, as the
 //               hand loop and Eigen write), tandem eager, Eigen's Tensor
 //               module (when libeigen3-dev is installed);
+//   tanh_chain_*  issue 15's chain, `h = tanh(...) * x - 0.25; h * h`, over
+//               16M floats: hand loop (xsimd batches, xsimd's tanh), tandem
+//               static (fresh tensor and `into`), Eigen;
 //   gradient_*  d/dx and d/dy of sum(f(x, y)) for a 6-op elementwise f:
 //               hand fused adjoint loop, tandem static, tandem eager;
 //   call_*      a cached 10-node graph on 16-element tensors: the cost of a
@@ -97,20 +100,77 @@ void chain_eager(benchmark::State& state) {
 }
 
 #ifdef TANDEM_BENCH_EIGEN
-void chain_eigen(benchmark::State& state) {
+// out = chain_of(x) for Eigen TensorMaps, on a pool of tandem's thread count.
+template <class Chain>
+void run_eigen(benchmark::State& state, Chain chain_of) {
   tensor<float> a = input(large, 1), c = zeros({large});
   Eigen::ThreadPool pool(num_threads());
   Eigen::ThreadPoolDevice device(&pool, num_threads());
   Eigen::TensorMap<Eigen::Tensor<const float, 1>> x(a.data(), large);
   Eigen::TensorMap<Eigen::Tensor<float, 1>> out(c.data(), large);
   for (auto _ : state) {
-    out.device(device) = chain(x);
+    out.device(device) = chain_of(x);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * large * 8);
 }
+void chain_eigen(benchmark::State& state) {
+  run_eigen(state, [](const auto& x) { return chain(x); });
+}
+void tanh_chain_eigen(benchmark::State& state) {
+  run_eigen(state, [](const auto& x) { return bench::tanh_chain(x, [](const auto& d) { return d.tanh(); }); });
+}
 BENCHMARK(chain_eigen)->UseRealTime();
+BENCHMARK(tanh_chain_eigen)->UseRealTime();
 #endif
+
+void tanh_chain_hand(benchmark::State& state) {
+  using batch = xsimd::batch<float>;
+  constexpr std::int64_t lanes = batch::size;
+  tensor<float> a = input(large, 1), c = zeros({large});
+  auto simd_tanh = [](const batch& d) { return xsimd::tanh(d); };
+  auto scalar_tanh = [](float d) { return std::tanh(d); };
+  for (auto _ : state) {
+    const float* pa = a.data();
+    float* pc = c.data();
+    run_threads(large, [&](std::int64_t lo, std::int64_t hi) {
+      std::int64_t i = lo;
+      for (; i + lanes <= hi; i += lanes)
+        bench::tanh_chain(batch::load_unaligned(pa + i), simd_tanh).store_unaligned(pc + i);
+      for (; i < hi; ++i) pc[i] = bench::tanh_chain(pa[i], scalar_tanh);
+    });
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * large * 8);
+}
+
+auto tanh_chain_graph() {
+  return jit([](auto x) { return bench::tanh_chain(x, [](const auto& d) { return tanh(d); }); });
+}
+
+void tanh_chain_static(benchmark::State& state) {
+  tensor<float> a = input(large, 1);
+  auto f = tanh_chain_graph();
+  for (auto _ : state) {
+    tensor<float> c = f(a);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.SetBytesProcessed(state.iterations() * large * 8);
+}
+
+void tanh_chain_static_into(benchmark::State& state) {
+  tensor<float> a = input(large, 1), c = zeros({large});
+  auto f = tanh_chain_graph();
+  for (auto _ : state) {
+    f.into(c, a);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * large * 8);
+}
+
+BENCHMARK(tanh_chain_hand)->UseRealTime();
+BENCHMARK(tanh_chain_static)->UseRealTime();
+BENCHMARK(tanh_chain_static_into)->UseRealTime();
 
 // f(x, y) = x*y + sin(x)*y - exp(0.5*y)*x: six elementwise ops.
 template <class X, class Y>

@@ -1,10 +1,14 @@
 // Elementwise ops beyond the op table (tests/ops/op_table_*.cpp, which checks
 // every op's values, edge values, static and fused forms and gradients):
-// type promotion, NaN propagation, in-place arithmetic through views and
-// error messages.
+// type promotion, NaN propagation, the accuracy of float tanh, in-place
+// arithmetic through views and error messages.
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "support/check.hpp"
 
@@ -75,6 +79,41 @@ TEST_CASE("NaN and infinities propagate as in NumPy") {
   CHECK(sp[3] == 1e4f);
   CHECK(sp[5] == doctest::Approx(80.0f));
   CHECK(sign(tensor<float>{-0.0f, 3, -2}).to_vector() == std::vector<float>{-0.0f, 1, -1});
+}
+
+TEST_CASE("float tanh is good to 6 ulp on the whole float line, alike in its scalar and vector forms") {
+  // Every 1021st float from 0 to 10 (tanh rounds to 1 from 9.01 on), and
+  // their negatives: the rational approximation's documented bound is 5.4.
+  std::vector<float> values;
+  for (std::uint32_t bits = 0; bits <= std::bit_cast<std::uint32_t>(10.0f); bits += 1021) {
+    values.push_back(std::bit_cast<float>(bits));
+    values.push_back(-std::bit_cast<float>(bits));
+  }
+  tensor<float> x(shape{static_cast<std::int64_t>(values.size())});
+  std::copy(values.begin(), values.end(), x.data());
+  std::vector<float> y = tanh(x).to_vector();
+  double worst = 0;
+  bool scalar_agrees = true;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    double want = std::tanh(static_cast<double>(values[i]));
+    float rounded = static_cast<float>(std::fabs(want));
+    double ulp = std::nextafter(rounded, 2.0f) - rounded;
+    worst = std::max(worst, std::fabs(y[i] - want) / ulp);
+    scalar_agrees = scalar_agrees && std::bit_cast<std::uint32_t>(detail::math::tanh(values[i])) ==
+                                         std::bit_cast<std::uint32_t>(y[i]);
+  }
+  CHECK(worst < 6);
+  CHECK(scalar_agrees);
+
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::vector<float> special = tanh(tensor<float>{-inf, inf, nan, -0.0f, 1e-40f, 9.5f, -9.5f}).to_vector();
+  CHECK(special[0] == -1.0f);
+  CHECK(special[1] == 1.0f);
+  CHECK(std::isnan(special[2]));
+  CHECK((special[3] == 0.0f && std::signbit(special[3])));
+  CHECK(special[4] == 1e-40f);
+  CHECK(special[5] == 1.0f);
+  CHECK(special[6] == -1.0f);
 }
 
 TEST_CASE("in-place arithmetic writes through views") {
