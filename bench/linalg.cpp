@@ -1,10 +1,18 @@
 // matmul throughput in FLOP/s on one thread: square sizes, and the shapes of
-// an MLP step (forward X W, backward X^T G and G W^T, through views).
+// an MLP step (forward X W, backward X^T G and G W^T, through views); and
+// SGEMM on issue 15's four shapes at 1 and 2 threads, beside OpenBLAS's
+// cblas_sgemm when libopenblas-dev is installed.
 //
 //   ./build/release/bench/bench_linalg --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
+#include <array>
+
 #include <tandem/tandem.hpp>
+
+#ifdef TANDEM_BENCH_OPENBLAS
+#include <cblas.h>
+#endif
 
 using namespace tandem;
 
@@ -37,8 +45,46 @@ void matmul_mlp(benchmark::State& state) {
   set_num_threads(0);
 }
 
+// C[m, n] = A[m, k] B[k, n], row-major and contiguous, on `threads` threads.
+void sgemm_tandem(benchmark::State& state) {
+  std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  set_num_threads(static_cast<int>(state.range(3)));
+  generator gen(3);
+  tensor<float> a = uniform({m, k}, -1, 1, gen), b = uniform({k, n}, -1, 1, gen);
+  for (auto _ : state) benchmark::DoNotOptimize(matmul(a, b).data());
+  report(state, double(m), double(k), double(n));
+  set_num_threads(0);
+}
+
+#ifdef TANDEM_BENCH_OPENBLAS
+void sgemm_openblas(benchmark::State& state) {
+  std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  openblas_set_num_threads(static_cast<int>(state.range(3)));
+  generator gen(3);
+  tensor<float> a = uniform({m, k}, -1, 1, gen), b = uniform({k, n}, -1, 1, gen), c = zeros({m, n});
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+                1.0f, a.data(), static_cast<int>(k), b.data(), static_cast<int>(n), 0.0f, c.data(), static_cast<int>(n));
+    benchmark::ClobberMemory();
+  }
+  report(state, double(m), double(k), double(n));
+}
+#endif
+
+void sgemm_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"m", "k", "n", "threads"});
+  for (std::int64_t threads : {1, 2})
+    for (auto [m, k, n] : {std::array<std::int64_t, 3>{1024, 1024, 1024}, {128, 784, 256}, {128, 256, 256}, {128, 256, 10}})
+      b->Args({m, k, n, threads});
+  b->UseRealTime();
+}
+
 }  // namespace
 
+BENCHMARK(sgemm_tandem)->Apply(sgemm_shapes);
+#ifdef TANDEM_BENCH_OPENBLAS
+BENCHMARK(sgemm_openblas)->Apply(sgemm_shapes);
+#endif
 BENCHMARK(matmul_square)->Arg(128)->Arg(256)->Arg(512)->Arg(1024);
 BENCHMARK(matmul_mlp)
     ->ArgNames({"m", "k", "n", "aT", "bT"})

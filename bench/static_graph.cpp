@@ -6,8 +6,8 @@
 //               hand loop and Eigen write), tandem eager, Eigen's Tensor
 //               module (when libeigen3-dev is installed);
 //   tanh_chain_*  issue 15's chain, `h = tanh(...) * x - 0.25; h * h`, over
-//               16M floats: hand loop (xsimd batches, xsimd's tanh), tandem
-//               static (fresh tensor and `into`), Eigen;
+//               16M floats: hand loop (xsimd batches and the tanh tandem's
+//               kernels use), tandem static (fresh tensor and `into`), Eigen;
 //   gradient_*  d/dx and d/dy of sum(f(x, y)) for a 6-op elementwise f:
 //               hand fused adjoint loop, tandem static, tandem eager;
 //   call_*      a cached 10-node graph on 16-element tensors: the cost of a
@@ -128,8 +128,8 @@ void tanh_chain_hand(benchmark::State& state) {
   using batch = xsimd::batch<float>;
   constexpr std::int64_t lanes = batch::size;
   tensor<float> a = input(large, 1), c = zeros({large});
-  auto simd_tanh = [](const batch& d) { return xsimd::tanh(d); };
-  auto scalar_tanh = [](float d) { return std::tanh(d); };
+  auto simd_tanh = [](const batch& d) { return detail::math::tanh(d); };
+  auto scalar_tanh = [](float d) { return detail::math::tanh(d); };
   for (auto _ : state) {
     const float* pa = a.data();
     float* pc = c.data();
