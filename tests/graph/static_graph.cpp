@@ -90,15 +90,19 @@ TEST_CASE("a value read twice is computed once in its loop; values of one type t
     return h * h + sigmoid(h);
   });
   auto twice = jit([&w](auto x) { return (x * w - 0.25) * (x * w - 0.5); });
+  // Nodes of one type holding equal data are one value.
+  auto equal = jit([&w](auto x) { return (x * w - 0.25) * (x * w - 0.25) + exp(x * w - 0.25); });
   for (std::int64_t n : {std::int64_t{1}, std::int64_t{7}}) {
     tensor<double> x = seeded({n, 7}, 10);
     auto h = x * w - 0.25;
     test::check_values(square(x), h * h + sigmoid(h), "h * h + sigmoid(h), h holding data");
     test::check_values(twice(x), (x * w - 0.25) * (x * w - 0.5), "two values of one type");
+    test::check_values(equal(x), h * h + exp(h), "one value written three times");
   }
   tensor<double> x = seeded({3, 7}, 11);
   CHECK(fused_loops_in(square.text(x)) == 1);
   CHECK(fused_loops_in(twice.text(x)) == 3);
+  CHECK(fused_loops_in(equal.text(x)) == 1);
 
   // Gradients through both plans, against eager autograd.
   auto square_sum = [&w](auto v) {

@@ -2,7 +2,8 @@
 // out; the step wrapped in jit (and in mode::graph) against the eager one,
 // step by step, with SGD, Adam and AdamW, in float and double, through
 // batch norm (its running statistics too) and a parameter read twice; that
-// the fused step leaves `.grad` alone and reuses its plan; bad losses.
+// the fused step leaves `.grad` alone and reuses its plan; a step whose
+// values need the plan by instance; bad losses.
 #include <doctest/doctest.h>
 
 #include "support/check.hpp"
@@ -145,6 +146,21 @@ TEST_CASE("a parameter read at two places gets the sum of both gradients in a ji
     else step(x);
     test::check_values(w, {7}, want, jitted ? "jit" : "eager", 1e-14, 1e-14);
   }
+}
+
+TEST_CASE("a jit step whose loss makes two values of one type runs the plan by instance, with the same update") {
+  // input * w * 2 and input * w * 3: one type, two values (graph/sharing.hpp).
+  tensor<double> w = test::random_tensor<double>({7}, -1, 1, 11);
+  w.set_requires_grad(true);
+  nn::sgd opt({{"w", w}}, {.lr = 0.5});
+  tensor<double> x = test::random_tensor<double>({7}, -1, 1, 12);
+  auto loss_of = [&w](const auto& input) { return sum(input * w * 2.0 + input * w * 3.0); };
+  nn::train_step step(loss_of, opt);
+  std::vector<double> want = test::values_of(w), xs = test::values_of(x);
+  for (std::size_t i = 0; i < want.size(); ++i) want[i] -= 0.5 * 5 * xs[i];
+  tensor<double> loss = jit(step)(x);
+  CHECK(!loss.requires_grad());
+  test::check_values(w, {7}, want, "a graph with two values of one type", 1e-14, 1e-14);
 }
 
 TEST_CASE("a train_step whose loss is not one number throws and leaves the parameters alone") {

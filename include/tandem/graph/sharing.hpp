@@ -1,16 +1,23 @@
 #pragma once
 // Which plan a call runs. The plan by class (structure.hpp) computes a
 // data-holding class read through several slots once, in registers: right
-// when the program read one value twice (`h = x * y + 1; h * h`), wrong
-// when it made two values of one type (`a * 2 + a * 3`: two products of one
-// type, holding different scalars). The type cannot tell the two apart; the
-// traced nodes can, by address. One walk over the traced values finds
-// whether such a class has a second instance, and the call then runs the
-// plan by instance, which computes each instance into a buffer of its own.
+// when every slot reads one value (`h * h`, or `y + 2` written at two
+// places: two nodes holding equal data), wrong when the program made two
+// different values of one type (`a * 2 + a * 3`, or two blocks of one
+// module type with their own parameters). The type cannot tell these
+// apart; the traced nodes can. One walk over them compares each further
+// instance of such a class with the first: by address, then by value
+// (scalars bit for bit, captured tensors by identity, operands alike; a
+// non-elementwise node by address only, its arguments being opaque). Where
+// two differ, the call runs the plan by instance, which computes each
+// instance of such a class into a buffer of its own.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "tandem/detail/small_vector.hpp"
 #include "tandem/graph/structure.hpp"
@@ -18,31 +25,30 @@
 namespace tandem::detail {
 
 template <class Root>
-class instance_walk {
+class sharing_check {
  public:
-  explicit instance_walk(const Root& root) {
+  explicit sharing_check(const Root& root) {
     apply_operands([&](const auto&... out) { (visit(out), ...); }, root.children);
   }
-  // Whether every class that the plan by class computes in registers from
-  // several slots has one runtime instance.
-  bool one_instance_each() const { return one_instance_each_; }
+  bool fits() const { return fits_; }
 
  private:
   using classes = all_classes<Root>;
 
-  // Each traced value once: the first instance of a class by the table,
-  // any further one by the list (found only in graphs that made two values
-  // of one type, so it stays short).
+  // Each traced node once: the first of its class by the table, any
+  // further one by the list (found only where a program built one type at
+  // several places, so it stays short).
   template <class N>
   void visit(const sym<N>& s) {
     if constexpr (!is_pure<N> && arity_v<N> > 0) {
-      if (!one_instance_each_) return;
+      if (!fits_) return;
       const void* at = s.identity();
       const void*& first = first_[position_in<classes, N>];
       if (first == at) return;
       if (first != nullptr) {
-        if (shared_in_registers_v<Root, N>) {
-          one_instance_each_ = false;
+        if constexpr (shared_in_registers_v<Root, N>) {
+          // An equal value's operands are the first's, or equal to them.
+          fits_ = same_node(*static_cast<const N*>(first), s.node());
           return;
         }
         for (const void* seen : further_)
@@ -55,18 +61,53 @@ class instance_walk {
     }
   }
 
+  template <class N>
+  bool same_value(const sym<N>& a, const sym<N>& b) {
+    if constexpr (is_pure<N>) return true;
+    else return a.identity() == b.identity() || same_node(a.node(), b.node());
+  }
+
+  template <class N>
+  bool same_node(const N& a, const N& b) {
+    if constexpr (node_traits<N>::is_constant) {
+      return std::memcmp(&a.value, &b.value, sizeof a.value) == 0;
+    } else if constexpr (node_traits<N>::is_captured) {
+      return a.value.storage() == b.value.storage() && a.value.data() == b.value.data() &&
+             a.value.shape() == b.value.shape() && std::ranges::equal(a.value.strides(), b.value.strides()) &&
+             a.value.autograd() == b.value.autograd();
+    } else if constexpr (node_traits<N>::is_map) {
+      // Pairs found equal are remembered: two equal copies of a graph that
+      // reads its values twice are compared once per node, not per path.
+      for (const node_pair& known : equal_pairs_)
+        if (known.a == &a && known.b == &b) return true;
+      bool equal = [&]<std::size_t... K>(std::index_sequence<K...>) {
+        return (same_value(operand_at<K>(a.children), operand_at<K>(b.children)) && ...);
+      }(std::make_index_sequence<arity_v<N>>{});
+      if (equal) equal_pairs_.push_back({&a, &b});
+      return equal;
+    } else {
+      return false;
+    }
+  }
+
   std::array<const void*, list_size_v<classes>> first_{};
   small_vector<const void*, 8> further_;
-  bool one_instance_each_ = true;
+  struct node_pair {
+    const void* a;
+    const void* b;
+  };
+  small_vector<node_pair, 8> equal_pairs_;
+  bool fits_ = true;
 };
 
 // f(std::type_identity<Plan>{}), Plan being the root type whose passes fit
 // this traced graph: the graph's own (by class) wherever they hold, else
-// by_instance_t of it.
+// by_instance_t of it. A graph without a data-holding class read through
+// several slots has one plan.
 template <class Root, class F>
 auto with_plan(const Root& root, F&& f) {
   if constexpr (has_shared_data_classes<Root>) {
-    if (!instance_walk<Root>(root).one_instance_each()) return f(std::type_identity<by_instance_t<Root>>{});
+    if (!sharing_check<Root>(root).fits()) return f(std::type_identity<by_instance_t<Root>>{});
   }
   return f(std::type_identity<Root>{});
 }

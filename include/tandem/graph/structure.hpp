@@ -14,13 +14,14 @@
 // non-elementwise op reads it, or when a parent computes in another type.
 // Every other elementwise class is computed in registers, once per group
 // however often it is read, which is right as long as each class has one
-// runtime instance. That holds for every class that holds nothing (a pure
-// class: its type is its value), and for a class holding runtime data (a
-// scalar, a captured tensor) when the program read one value twice (`h * h`).
-// It does not hold when a program made two values of one type (`a * 2 + a *
-// 3`): the plan "by instance" then materializes each instance of a
-// data-holding class read through two or more slots, and graph/sharing.hpp
-// checks on every call which of the two plans the traced graph needs.
+// value. That holds for every class that holds nothing (a pure class: its
+// type is its value), and for a class holding runtime data (a scalar, a
+// captured tensor) when the program read one value twice (`h * h`) or
+// built equal ones. It does not hold when a program made two different
+// values of one type (`a * 2 + a * 3`): the plan "by instance" then
+// materializes each instance of a data-holding class read through two or
+// more slots, and graph/sharing.hpp checks on every call which of the two
+// plans the traced graph needs.
 
 #include <array>
 #include <cstddef>
@@ -186,7 +187,7 @@ inline constexpr bool materialized_v = [] {
 
 // The data-holding elementwise classes that the plan by class computes in
 // registers although two or more slots read them: its answers hold only
-// when each of them has one runtime instance (graph/sharing.hpp checks).
+// when each of them has one value (graph/sharing.hpp checks).
 template <class Root, class C>
 inline constexpr bool shared_in_registers_v = [] {
   if constexpr (!node_traits<C>::is_map || is_pure<C> || shares_by_instance<Root>) {

@@ -7,9 +7,9 @@
 namespace tandem::detail {
 
 // Binds the group's scalars and tensor leaves, walking from its root
-// through the data-holding classes inside it. Each has one runtime instance
-// here (graph/sharing.hpp), so a class read through several slots is
-// entered from the first: the walk visits each class once, however often
+// through the data-holding classes inside it. Each has one value here
+// (graph/sharing.hpp), so a class read through several slots is entered
+// from the first: the walk visits each class once, however often
 // the graph reads it (binding `h * h` per slot would take 2^n steps for n
 // such steps).
 // The operand at position Skip (a matmul with an epilogue) is not run: its
