@@ -58,9 +58,11 @@ TEST_CASE("values holding different scalars stay apart; a value used twice is co
   using two_products = traced<decltype(f), tensor<float>>;
   static_assert(detail::has_shared_data_classes<two_products>,
                 "two products of one type: the plan by class holds only for one instance");
-  static_assert(detail::graph_structure<detail::by_instance_t<two_products>>::fusion_groups == 2,
-                "by instance, the products' class is materialized: a loop per instance, and one for the sum");
-  CHECK(fused_loops_in(f.text(x)) == 3);
+  static_assert(!detail::has_instance_plan<two_products>,
+                "products holding scalars only: where they differ, the call runs eagerly");
+  CHECK(f.text(x).starts_with("eager: two values of one type hold different scalars"));
+  auto two_products_sum = [](auto a) { return sum(a * 2.0 + a * 3.0); };
+  test::check_values(grad(jit(two_products_sum))(x), full<float>({3}, 5.0f), "d/dx of x*2 + x*3, eagerly");
 
   auto shared = jit([](auto a) { return repeat<8>(a, [](auto h) { return h * h + h; }); });
   using pure = detail::graph_structure<traced<decltype(shared), tensor<float>>>;
@@ -75,7 +77,7 @@ TEST_CASE("values holding different scalars stay apart; a value used twice is co
                 "a scalar-holding value read three times is computed once, in registers, when it is one value");
   using by_instance = detail::graph_structure<detail::by_instance_t<data_root>>;
   static_assert(by_instance::fusion_groups == 5 && by_instance::buffers == 4,
-                "and once per instance, into a buffer, where a program made several of its type");
+                "by instance, it would be materialized once per step");
   tensor<float> small = {0.25f, -0.5f};
   auto eager = repeat<4>(small * 0.5, [](auto h) { return h * h + h; });
   test::check_values(scaled(small), eager, "scalar-holding chain");
@@ -100,6 +102,8 @@ TEST_CASE("a value read twice is computed once in its loop; values of one type t
     test::check_values(equal(x), h * h + exp(h), "one value written three times");
   }
   tensor<double> x = seeded({3, 7}, 11);
+  static_assert(detail::has_instance_plan<traced<decltype(twice), tensor<double>>>,
+                "values holding a captured tensor: the graph has the plan by instance");
   CHECK(fused_loops_in(square.text(x)) == 1);
   CHECK(fused_loops_in(twice.text(x)) == 3);
   CHECK(fused_loops_in(equal.text(x)) == 1);

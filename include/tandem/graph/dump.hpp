@@ -226,14 +226,23 @@ std::string dump_dot(const graph_dumper<Plan>& d) {
   return out.str();
 }
 
+// A graph that runs eagerly (sharing.hpp) is dumped as traced, under a
+// first line that says so.
+inline constexpr const char* runs_eagerly =
+    "eager: two values of one type hold different scalars, so this call runs op by op\n";
+
 template <class Root>
 std::string graph_text(const Root& root) {
-  return with_plan(root, [&]<class Plan>(std::type_identity<Plan>) { return dump_text(graph_dumper<Plan>(root)); });
+  return with_plan(
+      root, [&]<class Plan>(std::type_identity<Plan>) { return dump_text(graph_dumper<Plan>(root)); },
+      [&] { return runs_eagerly + dump_text(graph_dumper<Root>(root)); });
 }
 
 template <class Root>
 std::string graph_dot(const Root& root) {
-  return with_plan(root, [&]<class Plan>(std::type_identity<Plan>) { return dump_dot(graph_dumper<Plan>(root)); });
+  return with_plan(
+      root, [&]<class Plan>(std::type_identity<Plan>) { return dump_dot(graph_dumper<Plan>(root)); },
+      [&] { return "// " + (runs_eagerly + dump_dot(graph_dumper<Root>(root))); });
 }
 
 }  // namespace detail

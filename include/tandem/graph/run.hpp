@@ -68,6 +68,8 @@ class graph_run {
 // at several places in the graph gets the sum of their gradients.
 class captured_gradients {
  public:
+  // None: a step that ran eagerly leaves its gradients in the tensors' .grad.
+  captured_gradients() = default;
   captured_gradients(std::shared_ptr<graph_run> run, const by_key<any_tensor>& captured)
       : run_(std::move(run)), captured_(captured.begin(), captured.end()) {}
 

@@ -10,12 +10,14 @@
 // (scalars bit for bit, captured tensors by identity, operands alike; a
 // non-elementwise node by address only, its arguments being opaque). Where
 // two differ, the call runs the plan by instance, which computes each
-// instance of such a class into a buffer of its own.
+// instance of such a class into a buffer of its own, or eagerly (see
+// has_instance_plan).
 
 #include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstring>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -100,14 +102,35 @@ class sharing_check {
   bool fits_ = true;
 };
 
+// Whether a class's value depends on a tensor some node holds: a captured
+// tensor, or a non-elementwise op, at it or below it.
+template <class N>
+inline constexpr bool holds_tensors_v =
+    node_traits<N>::is_captured || node_traits<N>::is_apply ||
+    []<class... C>(std::tuple<C...>*) { return (holds_tensors_v<C> || ...); }(static_cast<children_of<N>*>(nullptr));
+
+// Whether the graph compiles the plan by instance: some class that the
+// plan by class shares holds tensors, as the blocks of one module type do,
+// each with its own parameters (`first(x) + second(x)`). Where the shared
+// classes hold scalars only, a call whose values differ (`a * 2 + a * 3`)
+// runs eagerly instead: a second plan for every graph that reads a
+// scalar-holding value twice cost 30% more compile time
+// (docs/benchmarks/cpu_kernels.md), for graphs a rewrite makes one value.
+template <class Root>
+inline constexpr bool has_instance_plan = []<class... C>(seen_list<C...>*) {
+  return ((shared_in_registers_v<Root, C> && holds_tensors_v<C>) || ...);
+}(static_cast<all_classes<Root>*>(nullptr));
+
 // f(std::type_identity<Plan>{}), Plan being the root type whose passes fit
 // this traced graph: the graph's own (by class) wherever they hold, else
-// by_instance_t of it. A graph without a data-holding class read through
-// several slots has one plan.
-template <class Root, class F>
-auto with_plan(const Root& root, F&& f) {
+// by_instance_t of it where the graph has that plan; else eager().
+template <class Root, class F, class Eager>
+auto with_plan(const Root& root, F&& f, Eager&& eager) {
   if constexpr (has_shared_data_classes<Root>) {
-    if (!sharing_check<Root>(root).fits()) return f(std::type_identity<by_instance_t<Root>>{});
+    if (!sharing_check<Root>(root).fits()) {
+      if constexpr (has_instance_plan<Root>) return f(std::type_identity<by_instance_t<Root>>{});
+      else return eager();
+    }
   }
   return f(std::type_identity<Root>{});
 }

@@ -2,9 +2,9 @@
 // tandem::jit(f) and static_graph<F>. A call traces f on symbolic values
 // (one per tensor argument; scalars pass through as runtime values), which
 // gives the graph as a type; the compile-time passes of structure.hpp fuse
-// it (by class, or by instance where the traced values need it:
-// sharing.hpp); the plan for the call's signature is found or built; the
-// graph runs.
+// it (by class, or by instance where the traced values need it, or not at
+// all: sharing.hpp); the plan for the call's signature is found or built;
+// the graph runs.
 // While eager autograd records, the whole call becomes one node of the
 // eager graph whose backward is the graph's fused backward.
 
@@ -104,7 +104,7 @@ class static_graph {
     bool known = cache_->find(signature) != nullptr;
     using inputs_type = std::tuple<const A&...>;
     inputs_type inputs{a...};
-    return detail::with_plan(root, [&]<class Plan>(std::type_identity<Plan>) {
+    auto fused = [&]<class Plan>(std::type_identity<Plan>) {
       using exec_type = detail::executor<Plan, inputs_type>;
       std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(inputs, true, key)));
       auto* exec = static_cast<exec_type*>(run.get());
@@ -114,7 +114,15 @@ class static_graph {
       if (!known) remember(signature, exec->counters(), std::tuple{output});
       exec->backward({{key, detail::any_tensor(ones_like(output))}});
       return std::pair{output, detail::captured_gradients(std::move(run), exec->captured())};
-    });
+    };
+    // Eagerly, the backward leaves the gradients in the tensors' .grad.
+    auto eager = [&] {
+      enable_grad recording;
+      auto loss = f_(a...);
+      if (loss.requires_grad()) loss.backward();
+      return std::pair{loss.detach(), detail::captured_gradients()};
+    };
+    return detail::with_plan(root, fused, eager);
   }
 
   // Runs the graph and writes its output into `out` (a tensor or a view of
@@ -156,14 +164,15 @@ class static_graph {
     detail::signature signature = detail::signature_of(a...);
     bool known = cache_->find(signature) != nullptr;
     inputs_type inputs{a...};
-    detail::with_plan(root, [&]<class Plan>(std::type_identity<Plan>) {
+    auto fused = [&]<class Plan>(std::type_identity<Plan>) {
       detail::executor<Plan, inputs_type> exec(inputs, false);
       exec.write_into(output_keys(root)[0], out);
       auto output = detail::apply_operands([&](const auto& o) { return exec.value(o); }, root.children);
       if (!known) remember(signature, exec.counters(), std::tuple{output});
       if (exec.wrote_into_destination()) out.storage()->bump_version();
       else write(output);
-    });
+    };
+    detail::with_plan(root, fused, [&] { write(f_(a...)); });
   }
 
   plan_statistics statistics() const { return cache_->statistics(); }
@@ -204,7 +213,7 @@ class static_graph {
     // the depth of the graph (30 steps of h*h+h took minutes).
     // The run lives on the stack unless the autograd graph keeps it.
     const void* seeded = unit_seed ? output_keys(root)[0] : nullptr;
-    auto outputs = detail::with_plan(root, [&]<class Plan>(std::type_identity<Plan>) {
+    auto fused = [&]<class Plan>(std::type_identity<Plan>) {
       using exec_type = detail::executor<Plan, inputs_type>;
       exec_type exec(inputs, recording, seeded);
       auto values =
@@ -216,7 +225,13 @@ class static_graph {
         connect(std::move(run), kept.captured(), output_keys(root), values, a...);
       }
       return values;
-    });
+    };
+    // As with jit disabled, as one tuple of outputs.
+    auto eager = [&] {
+      if constexpr (is_tensor_v<decltype(f_(a...))>) return std::tuple{f_(a...)};
+      else return f_(a...);
+    };
+    auto outputs = detail::with_plan(root, fused, eager);
     if constexpr (std::tuple_size_v<decltype(outputs)> == 1) return std::get<0>(outputs);
     else return outputs;
   }
