@@ -57,9 +57,7 @@ TEST_CASE("values holding different scalars stay apart; a value used twice is co
   test::check_values(f(x), tensor<float>{5, 10, 15}, "x*2 + x*3");
   using two_products = traced<decltype(f), tensor<float>>;
   static_assert(detail::has_shared_data_classes<two_products>,
-                "two products of one type: the plan by class holds only for one instance");
-  static_assert(!detail::has_instance_plan<two_products>,
-                "products holding scalars only: where they differ, the call runs eagerly");
+                "two products of one type holding scalars: shared, which holds only for one value");
   CHECK(f.text(x).starts_with("eager: two values of one type hold different scalars"));
   auto two_products_sum = [](auto a) { return sum(a * 2.0 + a * 3.0); };
   test::check_values(grad(jit(two_products_sum))(x), full<float>({3}, 5.0f), "d/dx of x*2 + x*3, eagerly");
@@ -71,50 +69,51 @@ TEST_CASE("values holding different scalars stay apart; a value used twice is co
   static_assert(pure::classes == 18, "input, output and 2 classes per step: reuse is shared, not copied");
 
   auto scaled = jit([](auto a) { return repeat<4>(a * 0.5, [](auto h) { return h * h + h; }); });
-  using data_root = traced<decltype(scaled), tensor<float>>;
-  using data = detail::graph_structure<data_root>;
+  using data = detail::graph_structure<traced<decltype(scaled), tensor<float>>>;
   static_assert(data::fusion_groups == 1 && data::buffers == 0,
                 "a scalar-holding value read three times is computed once, in registers, when it is one value");
-  using by_instance = detail::graph_structure<detail::by_instance_t<data_root>>;
-  static_assert(by_instance::fusion_groups == 5 && by_instance::buffers == 4,
-                "by instance, it would be materialized once per step");
   tensor<float> small = {0.25f, -0.5f};
   auto eager = repeat<4>(small * 0.5, [](auto h) { return h * h + h; });
   test::check_values(scaled(small), eager, "scalar-holding chain");
   CHECK(fused_loops_in(scaled.text(small)) == 1);
 }
 
-TEST_CASE("a value read twice is computed once in its loop; values of one type that differ are kept apart") {
-  // h holds a scalar and a captured tensor; the square reads it twice.
-  tensor<double> w = seeded({7}, 9);
-  auto square = jit([&w](auto x) {
-    auto h = x * w - 0.25;
+TEST_CASE("a scalar-holding value read twice is computed once in its loop; tensor-holding ones per instance") {
+  // h holds a scalar; the square reads it twice.
+  auto square = jit([](auto x, auto y) {
+    auto h = x * y - 0.25;
     return h * h + sigmoid(h);
   });
+  // Nodes of one type holding equal scalars are one value.
+  auto equal = jit([](auto x, auto y) { return (x * y - 0.25) * (x * y - 0.25) + exp(x * y - 0.25); });
+  // Values holding a captured tensor, read twice: one buffer per instance.
+  tensor<double> w = seeded({7}, 9);
+  auto captured = jit([&w](auto x) {
+    auto h = x * w - 0.25;
+    return h * h;
+  });
   auto twice = jit([&w](auto x) { return (x * w - 0.25) * (x * w - 0.5); });
-  // Nodes of one type holding equal data are one value.
-  auto equal = jit([&w](auto x) { return (x * w - 0.25) * (x * w - 0.25) + exp(x * w - 0.25); });
+  tensor<double> y = seeded({7}, 12);
   for (std::int64_t n : {std::int64_t{1}, std::int64_t{7}}) {
     tensor<double> x = seeded({n, 7}, 10);
-    auto h = x * w - 0.25;
-    test::check_values(square(x), h * h + sigmoid(h), "h * h + sigmoid(h), h holding data");
-    test::check_values(twice(x), (x * w - 0.25) * (x * w - 0.5), "two values of one type");
-    test::check_values(equal(x), h * h + exp(h), "one value written three times");
+    auto h = x * y - 0.25;
+    test::check_values(square(x, y), h * h + sigmoid(h), "h * h + sigmoid(h), h holding a scalar");
+    test::check_values(equal(x, y), h * h + exp(h), "one value written three times");
+    test::check_values(captured(x), (x * w - 0.25) * (x * w - 0.25), "h * h, h holding a captured tensor");
+    test::check_values(twice(x), (x * w - 0.25) * (x * w - 0.5), "two values of one type holding tensors");
   }
   tensor<double> x = seeded({3, 7}, 11);
-  static_assert(detail::has_instance_plan<traced<decltype(twice), tensor<double>>>,
-                "values holding a captured tensor: the graph has the plan by instance");
-  CHECK(fused_loops_in(square.text(x)) == 1);
+  CHECK(fused_loops_in(square.text(x, y)) == 1);
+  CHECK(fused_loops_in(equal.text(x, y)) == 1);
+  CHECK(fused_loops_in(captured.text(x)) == 2);
   CHECK(fused_loops_in(twice.text(x)) == 3);
-  CHECK(fused_loops_in(equal.text(x)) == 1);
 
-  // Gradients through both plans, against eager autograd.
-  auto square_sum = [&w](auto v) {
-    auto h = v * w - 0.25;
+  auto square_sum = [](auto v, auto u) {
+    auto h = v * u - 0.25;
     return sum(h * h + sigmoid(h));
   };
   auto twice_sum = [&w](auto v) { return sum((v * w - 0.25) * (v * w - 0.5)); };
-  test::check_values(grad(jit(square_sum))(x), grad(square_sum)(x), "d/dx of h * h + sigmoid(h)");
+  test::check_values(grad(jit(square_sum))(x, y), grad(square_sum)(x, y), "d/dx of h * h + sigmoid(h)");
   test::check_values(grad(jit(twice_sum))(x), grad(twice_sum)(x), "d/dx of two values of one type");
 }
 

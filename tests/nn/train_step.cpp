@@ -2,8 +2,8 @@
 // out; the step wrapped in jit (and in mode::graph) against the eager one,
 // step by step, with SGD, Adam and AdamW, in float and double, through
 // batch norm (its running statistics too) and a parameter read twice; that
-// the fused step leaves `.grad` alone and reuses its plan; a step whose
-// values need the plan by instance; bad losses.
+// the fused step leaves `.grad` alone and reuses its plan; two values of
+// one type; bad losses.
 #include <doctest/doctest.h>
 
 #include "support/check.hpp"
@@ -148,7 +148,7 @@ TEST_CASE("a parameter read at two places gets the sum of both gradients in a ji
   }
 }
 
-TEST_CASE("a jit step whose loss makes two values of one type runs the plan by instance, with the same update") {
+TEST_CASE("a jit step whose loss makes two values of one type, each holding a tensor, gives the eager update") {
   // input * w * 2 and input * w * 3: one type, two values (graph/sharing.hpp).
   tensor<double> w = test::random_tensor<double>({7}, -1, 1, 11);
   w.set_requires_grad(true);

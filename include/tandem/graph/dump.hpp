@@ -4,8 +4,7 @@
 // values, so every runtime instance is one line (two nodes of one type that
 // hold different scalars are two lines), and reads the passes' answers for
 // each class: which values get a buffer, which are computed in registers
-// inside a group's loop (by the plan a call with these values runs:
-// sharing.hpp).
+// inside a group's loop.
 
 #include <cstddef>
 #include <sstream>
@@ -43,7 +42,6 @@ struct dump_step {
   std::vector<std::size_t> to;
 };
 
-// Root is the plan's root type (graph/sharing.hpp).
 template <class Root>
 class graph_dumper {
  public:
@@ -52,8 +50,7 @@ class graph_dumper {
   std::size_t group_count = 0;
   std::vector<dump_step> backward;  // in the order they run
 
-  template <class Traced>
-  explicit graph_dumper(const Traced& root) {
+  explicit graph_dumper(const Root& root) {
     apply_operands([&](const auto&... out) { (outputs.push_back(visit(out)), ...); }, root.children);
     for (std::size_t v = 0; v < values.size(); ++v)
       if (values[v].buffer && !values[v].eager_kernel) mark_group(v, group_count++);
@@ -151,8 +148,8 @@ inline std::string value_list_text(const std::vector<std::size_t>& values) {
   return text;
 }
 
-template <class Plan>
-std::string dump_text(const graph_dumper<Plan>& d) {
+template <class Root>
+std::string dump_text(const graph_dumper<Root>& d) {
   std::ostringstream out;
   out << "forward\n";
   for (std::size_t v = 0; v < d.values.size(); ++v) {
@@ -179,8 +176,8 @@ std::string dump_text(const graph_dumper<Plan>& d) {
   return out.str();
 }
 
-template <class Plan>
-std::string dump_dot(const graph_dumper<Plan>& d) {
+template <class Root>
+std::string dump_dot(const graph_dumper<Root>& d) {
   std::ostringstream out;
   out << "digraph tandem {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n";
   auto label = [&](std::size_t v) { return value_name(v) + "\\n" + d.values[v].op + " : " + d.values[v].dtype; };
@@ -234,14 +231,14 @@ inline constexpr const char* runs_eagerly =
 template <class Root>
 std::string graph_text(const Root& root) {
   return with_plan(
-      root, [&]<class Plan>(std::type_identity<Plan>) { return dump_text(graph_dumper<Plan>(root)); },
+      root, [&] { return dump_text(graph_dumper<Root>(root)); },
       [&] { return runs_eagerly + dump_text(graph_dumper<Root>(root)); });
 }
 
 template <class Root>
 std::string graph_dot(const Root& root) {
   return with_plan(
-      root, [&]<class Plan>(std::type_identity<Plan>) { return dump_dot(graph_dumper<Plan>(root)); },
+      root, [&] { return dump_dot(graph_dumper<Root>(root)); },
       [&] { return "// " + (runs_eagerly + dump_dot(graph_dumper<Root>(root))); });
 }
 

@@ -1,23 +1,19 @@
 #pragma once
-// Which plan a call runs. The plan by class (structure.hpp) computes a
-// data-holding class read through several slots once, in registers: right
-// when every slot reads one value (`h * h`, or `y + 2` written at two
-// places: two nodes holding equal data), wrong when the program made two
-// different values of one type (`a * 2 + a * 3`, or two blocks of one
-// module type with their own parameters). The type cannot tell these
-// apart; the traced nodes can. One walk over them compares each further
-// instance of such a class with the first: by address, then by value
-// (scalars bit for bit, captured tensors by identity, operands alike; a
-// non-elementwise node by address only, its arguments being opaque). Where
-// two differ, the call runs the plan by instance, which computes each
-// instance of such a class into a buffer of its own, or eagerly (see
-// has_instance_plan).
+// Whether a traced graph's values fit the passes. The passes compute a
+// scalar-holding class read through several slots once, in registers
+// (structure.hpp): right when every slot reads one value (`h * h`, or
+// `y + 2` written at two places: two nodes holding equal scalars), wrong
+// when the program made two different values of one type (`a * 2 + a * 3`).
+// The type cannot tell these apart; the traced nodes can. One walk over
+// them compares each further instance of such a class with the first, by
+// address, then by value (scalars bit for bit, operands alike). A graph
+// whose values differ runs eagerly (static_graph.hpp): a second plan for
+// the case cost every graph that reads a scalar-holding value twice 30%
+// more compile time (docs/benchmarks/compile_time.md).
 
-#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstring>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -73,10 +69,6 @@ class sharing_check {
   bool same_node(const N& a, const N& b) {
     if constexpr (node_traits<N>::is_constant) {
       return std::memcmp(&a.value, &b.value, sizeof a.value) == 0;
-    } else if constexpr (node_traits<N>::is_captured) {
-      return a.value.storage() == b.value.storage() && a.value.data() == b.value.data() &&
-             a.value.shape() == b.value.shape() && std::ranges::equal(a.value.strides(), b.value.strides()) &&
-             a.value.autograd() == b.value.autograd();
     } else if constexpr (node_traits<N>::is_map) {
       // Pairs found equal are remembered: two equal copies of a graph that
       // reads its values twice are compared once per node, not per path.
@@ -102,37 +94,13 @@ class sharing_check {
   bool fits_ = true;
 };
 
-// Whether a class's value depends on a tensor some node holds: a captured
-// tensor, or a non-elementwise op, at it or below it.
-template <class N>
-inline constexpr bool holds_tensors_v =
-    node_traits<N>::is_captured || node_traits<N>::is_apply ||
-    []<class... C>(std::tuple<C...>*) { return (holds_tensors_v<C> || ...); }(static_cast<children_of<N>*>(nullptr));
-
-// Whether the graph compiles the plan by instance: some class that the
-// plan by class shares holds tensors, as the blocks of one module type do,
-// each with its own parameters (`first(x) + second(x)`). Where the shared
-// classes hold scalars only, a call whose values differ (`a * 2 + a * 3`)
-// runs eagerly instead: a second plan for every graph that reads a
-// scalar-holding value twice cost 30% more compile time
-// (docs/benchmarks/cpu_kernels.md), for graphs a rewrite makes one value.
-template <class Root>
-inline constexpr bool has_instance_plan = []<class... C>(seen_list<C...>*) {
-  return ((shared_in_registers_v<Root, C> && holds_tensors_v<C>) || ...);
-}(static_cast<all_classes<Root>*>(nullptr));
-
-// f(std::type_identity<Plan>{}), Plan being the root type whose passes fit
-// this traced graph: the graph's own (by class) wherever they hold, else
-// by_instance_t of it where the graph has that plan; else eager().
+// f() where the passes fit this traced graph, else eager().
 template <class Root, class F, class Eager>
 auto with_plan(const Root& root, F&& f, Eager&& eager) {
   if constexpr (has_shared_data_classes<Root>) {
-    if (!sharing_check<Root>(root).fits()) {
-      if constexpr (has_instance_plan<Root>) return f(std::type_identity<by_instance_t<Root>>{});
-      else return eager();
-    }
+    if (!sharing_check<Root>(root).fits()) return eager();
   }
-  return f(std::type_identity<Root>{});
+  return f();
 }
 
 }  // namespace tandem::detail

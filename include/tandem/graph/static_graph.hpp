@@ -2,9 +2,8 @@
 // tandem::jit(f) and static_graph<F>. A call traces f on symbolic values
 // (one per tensor argument; scalars pass through as runtime values), which
 // gives the graph as a type; the compile-time passes of structure.hpp fuse
-// it (by class, or by instance where the traced values need it, or not at
-// all: sharing.hpp); the plan for the call's signature is found or built;
-// the graph runs.
+// it; the plan for the call's signature is found or built; the graph runs
+// (eagerly where the traced values do not fit the passes: sharing.hpp).
 // While eager autograd records, the whole call becomes one node of the
 // eager graph whose backward is the graph's fused backward.
 
@@ -41,14 +40,14 @@ auto symbol_for(const A& a) {
 template <class Out>
 auto outputs_root(const Out& out) {
   if constexpr (is_symbolic_v<Out>) {
-    return outputs_node<share_by_class, typename Out::node_type>{make_operands(out)};
+    return outputs_node<typename Out::node_type>{make_operands(out)};
   } else {
     return std::apply(
         []<class... S>(const S&... outs) {
           static_assert((is_symbolic_v<S> && ...),
                         "tandem::jit: the function must return what tandem ops return on its arguments (a symbolic "
                         "value, or a tuple of them); a tensor computed outside the graph cannot be an output");
-          return outputs_node<share_by_class, typename S::node_type...>{make_operands(outs...)};
+          return outputs_node<typename S::node_type...>{make_operands(outs...)};
         },
         out);
   }
@@ -104,8 +103,8 @@ class static_graph {
     bool known = cache_->find(signature) != nullptr;
     using inputs_type = std::tuple<const A&...>;
     inputs_type inputs{a...};
-    auto fused = [&]<class Plan>(std::type_identity<Plan>) {
-      using exec_type = detail::executor<Plan, inputs_type>;
+    auto fused = [&] {
+      using exec_type = detail::executor<decltype(root), inputs_type>;
       std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(inputs, true, key)));
       auto* exec = static_cast<exec_type*>(run.get());
       auto output = detail::apply_operands([&](const auto& loss) { return exec->value(loss); }, root.children);
@@ -164,8 +163,8 @@ class static_graph {
     detail::signature signature = detail::signature_of(a...);
     bool known = cache_->find(signature) != nullptr;
     inputs_type inputs{a...};
-    auto fused = [&]<class Plan>(std::type_identity<Plan>) {
-      detail::executor<Plan, inputs_type> exec(inputs, false);
+    auto fused = [&] {
+      detail::executor<decltype(root), inputs_type> exec(inputs, false);
       exec.write_into(output_keys(root)[0], out);
       auto output = detail::apply_operands([&](const auto& o) { return exec.value(o); }, root.children);
       if (!known) remember(signature, exec.counters(), std::tuple{output});
@@ -213,8 +212,8 @@ class static_graph {
     // the depth of the graph (30 steps of h*h+h took minutes).
     // The run lives on the stack unless the autograd graph keeps it.
     const void* seeded = unit_seed ? output_keys(root)[0] : nullptr;
-    auto fused = [&]<class Plan>(std::type_identity<Plan>) {
-      using exec_type = detail::executor<Plan, inputs_type>;
+    auto fused = [&] {
+      using exec_type = detail::executor<decltype(root), inputs_type>;
       exec_type exec(inputs, recording, seeded);
       auto values =
           detail::apply_operands([&](const auto&... out) { return std::tuple{exec.value(out)...}; }, root.children);

@@ -11,17 +11,16 @@
 // group's registers and leaves the same way).
 //
 // An elementwise class is materialized when it is an output, when a
-// non-elementwise op reads it, or when a parent computes in another type.
+// non-elementwise op reads it, when a parent computes in another type, or
+// when it holds a tensor (a captured tensor, or a non-elementwise op's
+// result, at it or below it) and is read through two or more slots: two
+// nodes of such a type, as two blocks of one module type with their own
+// parameters, are computed once per runtime instance, into a buffer.
 // Every other elementwise class is computed in registers, once per group
-// however often it is read, which is right as long as each class has one
-// value. That holds for every class that holds nothing (a pure class: its
-// type is its value), and for a class holding runtime data (a scalar, a
-// captured tensor) when the program read one value twice (`h * h`) or
-// built equal ones. It does not hold when a program made two different
-// values of one type (`a * 2 + a * 3`): the plan "by instance" then
-// materializes each instance of a data-holding class read through two or
-// more slots, and graph/sharing.hpp checks on every call which of the two
-// plans the traced graph needs.
+// however often it is read. For a class holding nothing (a pure class: its
+// type is its value) that is always right; for one holding scalars read
+// through several slots it is right when the slots read one value (`h * h`,
+// or `y + 2` written twice), which graph/sharing.hpp checks on every call.
 
 #include <array>
 #include <cstddef>
@@ -33,37 +32,16 @@
 
 namespace tandem::detail {
 
-// How a plan shares a data-holding class read through two or more slots:
-// computed once in registers (its runtime instance is one value), or once per
-// runtime instance, into a buffer.
-struct share_by_class {};
-struct share_by_instance {};
-
-// The root of a graph: its outputs, and how its plan shares values. A trace
-// makes the root by class; by_instance_t<Root> names the other plan.
-template <class Sharing, class... C>
+// The root of a graph: its outputs.
+template <class... C>
 struct outputs_node {
   using value_type = void;
   operand_list<sym<C>...> children;
 };
-template <class Sharing, class... C>
-struct node_traits<outputs_node<Sharing, C...>> : node_traits<void> {
+template <class... C>
+struct node_traits<outputs_node<C...>> : node_traits<void> {
   using children = std::tuple<C...>;
 };
-
-template <class Root>
-struct by_instance;
-template <class Sharing, class... C>
-struct by_instance<outputs_node<Sharing, C...>> {
-  using type = outputs_node<share_by_instance, C...>;
-};
-template <class Root>
-using by_instance_t = typename by_instance<Root>::type;
-
-template <class Root>
-inline constexpr bool shares_by_instance = false;
-template <class... C>
-inline constexpr bool shares_by_instance<outputs_node<share_by_instance, C...>> = true;
 
 inline constexpr std::size_t no_product = static_cast<std::size_t>(-1);
 
@@ -113,6 +91,13 @@ using all_classes = typename postorder<N, seen_list<>, walk_all>::type;
 
 template <class N>
 using value_of_t = typename N::value_type;
+
+// Whether a class's value depends on a tensor some node holds: a captured
+// tensor, or a non-elementwise op, at it or below it.
+template <class N>
+inline constexpr bool holds_tensors_v =
+    node_traits<N>::is_captured || node_traits<N>::is_apply ||
+    []<class... C>(std::tuple<C...>*) { return (holds_tensors_v<C> || ...); }(static_cast<children_of<N>*>(nullptr));
 
 // How many operand slots of P name C.
 template <class P, class C>
@@ -181,24 +166,23 @@ inline constexpr bool materialized_v = [] {
     return false;
   } else {
     constexpr std::size_t c = position_in<all_classes<Root>, C>;
-    return reads_v<Root>.foreign_reader[c] || (shares_by_instance<Root> && !is_pure<C> && reads_v<Root>.edges[c] >= 2);
+    return reads_v<Root>.foreign_reader[c] || (holds_tensors_v<C> && reads_v<Root>.edges[c] >= 2);
   }
 }();
 
-// The data-holding elementwise classes that the plan by class computes in
-// registers although two or more slots read them: its answers hold only
-// when each of them has one value (graph/sharing.hpp checks).
+// The scalar-holding elementwise classes computed in registers although two
+// or more slots read them: the passes' answers hold only when every slot
+// naming such a class reads one value (graph/sharing.hpp checks).
 template <class Root, class C>
 inline constexpr bool shared_in_registers_v = [] {
-  if constexpr (!node_traits<C>::is_map || is_pure<C> || shares_by_instance<Root>) {
+  if constexpr (!node_traits<C>::is_map || is_pure<C>) {
     return false;
   } else {
     constexpr std::size_t c = position_in<all_classes<Root>, C>;
-    return !reads_v<Root>.foreign_reader[c] && reads_v<Root>.edges[c] >= 2;
+    return !reads_v<Root>.foreign_reader[c] && !holds_tensors_v<C> && reads_v<Root>.edges[c] >= 2;
   }
 }();
 
-// Whether the plan by class can differ from the plan by instance.
 template <class Root>
 inline constexpr bool has_shared_data_classes = []<class... C>(seen_list<C...>*) {
   return (shared_in_registers_v<Root, C> || ...);
