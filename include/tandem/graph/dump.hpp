@@ -230,16 +230,14 @@ inline constexpr const char* runs_eagerly =
 
 template <class Root>
 std::string graph_text(const Root& root) {
-  return with_plan(
-      root, [&] { return dump_text(graph_dumper<Root>(root)); },
-      [&] { return runs_eagerly + dump_text(graph_dumper<Root>(root)); });
+  std::string text = dump_text(graph_dumper<Root>(root));
+  return one_value_per_shared_class(root) ? text : runs_eagerly + text;
 }
 
 template <class Root>
 std::string graph_dot(const Root& root) {
-  return with_plan(
-      root, [&] { return dump_dot(graph_dumper<Root>(root)); },
-      [&] { return "// " + (runs_eagerly + dump_dot(graph_dumper<Root>(root))); });
+  std::string dot = dump_dot(graph_dumper<Root>(root));
+  return one_value_per_shared_class(root) ? dot : "// " + (runs_eagerly + dot);
 }
 
 }  // namespace detail

@@ -94,13 +94,12 @@ class sharing_check {
   bool fits_ = true;
 };
 
-// f() where the passes fit this traced graph, else eager().
-template <class Root, class F, class Eager>
-auto with_plan(const Root& root, F&& f, Eager&& eager) {
-  if constexpr (has_shared_data_classes<Root>) {
-    if (!sharing_check<Root>(root).fits()) return eager();
-  }
-  return f();
+// Whether every scalar-holding class the passes share has one value in
+// this traced graph.
+template <class Root>
+bool one_value_per_shared_class(const Root& root) {
+  if constexpr (has_shared_data_classes<Root>) return sharing_check<Root>(root).fits();
+  else return true;
 }
 
 }  // namespace tandem::detail

@@ -98,30 +98,27 @@ class static_graph {
     auto root = trace(a...);
     auto keys = output_keys(root);
     static_assert(keys.size() == 1, "tandem::jit: a training step's function must return one value, its loss");
-    const void* key = keys[0];
-    detail::signature signature = detail::signature_of(a...);
-    bool known = cache_->find(signature) != nullptr;
-    using inputs_type = std::tuple<const A&...>;
-    inputs_type inputs{a...};
-    auto fused = [&] {
-      using exec_type = detail::executor<decltype(root), inputs_type>;
-      std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(inputs, true, key)));
-      auto* exec = static_cast<exec_type*>(run.get());
-      auto output = detail::apply_operands([&](const auto& loss) { return exec->value(loss); }, root.children);
-      static_assert(std::is_floating_point_v<typename decltype(output)::value_type>,
-                    "tandem::jit: a training step's loss must be a float or double tensor");
-      if (!known) remember(signature, exec->counters(), std::tuple{output});
-      exec->backward({{key, detail::any_tensor(ones_like(output))}});
-      return std::pair{output, detail::captured_gradients(std::move(run), exec->captured())};
-    };
-    // Eagerly, the backward leaves the gradients in the tensors' .grad.
-    auto eager = [&] {
+    if (!detail::one_value_per_shared_class(root)) {
+      // Eagerly, the backward leaves the gradients in the tensors' .grad.
       enable_grad recording;
       auto loss = f_(a...);
       if (loss.requires_grad()) loss.backward();
       return std::pair{loss.detach(), detail::captured_gradients()};
-    };
-    return detail::with_plan(root, fused, eager);
+    }
+    const void* key = keys[0];
+    detail::signature signature = detail::signature_of(a...);
+    bool known = cache_->find(signature) != nullptr;
+    using inputs_type = std::tuple<const A&...>;
+    using exec_type = detail::executor<decltype(root), inputs_type>;
+    inputs_type inputs{a...};
+    std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(inputs, true, key)));
+    auto* exec = static_cast<exec_type*>(run.get());
+    auto output = detail::apply_operands([&](const auto& loss) { return exec->value(loss); }, root.children);
+    static_assert(std::is_floating_point_v<typename decltype(output)::value_type>,
+                  "tandem::jit: a training step's loss must be a float or double tensor");
+    if (!known) remember(signature, exec->counters(), std::tuple{output});
+    exec->backward({{key, detail::any_tensor(ones_like(output))}});
+    return std::pair{output, detail::captured_gradients(std::move(run), exec->captured())};
   }
 
   // Runs the graph and writes its output into `out` (a tensor or a view of
@@ -157,21 +154,18 @@ class static_graph {
       tensor<T> target = out;
       target.assign(value);
     };
-    if (!jit_enabled()) return write(f_(a...));
+    if (!jit_enabled() || !detail::one_value_per_shared_class(root)) return write(f_(a...));
 
     using inputs_type = std::tuple<const A&...>;
     detail::signature signature = detail::signature_of(a...);
     bool known = cache_->find(signature) != nullptr;
     inputs_type inputs{a...};
-    auto fused = [&] {
-      detail::executor<decltype(root), inputs_type> exec(inputs, false);
-      exec.write_into(output_keys(root)[0], out);
-      auto output = detail::apply_operands([&](const auto& o) { return exec.value(o); }, root.children);
-      if (!known) remember(signature, exec.counters(), std::tuple{output});
-      if (exec.wrote_into_destination()) out.storage()->bump_version();
-      else write(output);
-    };
-    detail::with_plan(root, fused, [&] { write(f_(a...)); });
+    detail::executor<root_type, inputs_type> exec(inputs, false);
+    exec.write_into(output_keys(root)[0], out);
+    auto output = detail::apply_operands([&](const auto& o) { return exec.value(o); }, root.children);
+    if (!known) remember(signature, exec.counters(), std::tuple{output});
+    if (exec.wrote_into_destination()) out.storage()->bump_version();
+    else write(output);
   }
 
   plan_statistics statistics() const { return cache_->statistics(); }
@@ -203,6 +197,10 @@ class static_graph {
     using root_type = decltype(root);
     using inputs_type = std::tuple<const A&...>;
 
+    // Two different values of one scalar-holding type (sharing.hpp): as
+    // with jit disabled.
+    if (!detail::one_value_per_shared_class(root)) return f_(a...);
+
     detail::signature signature = detail::signature_of(a...);
     bool known = cache_->find(signature) != nullptr;
     bool recording = is_grad_enabled() && (detail::input_requires_grad(a) || ... || has_captured<root_type>());
@@ -212,25 +210,15 @@ class static_graph {
     // the depth of the graph (30 steps of h*h+h took minutes).
     // The run lives on the stack unless the autograd graph keeps it.
     const void* seeded = unit_seed ? output_keys(root)[0] : nullptr;
-    auto fused = [&] {
-      using exec_type = detail::executor<decltype(root), inputs_type>;
-      exec_type exec(inputs, recording, seeded);
-      auto values =
-          detail::apply_operands([&](const auto&... out) { return std::tuple{exec.value(out)...}; }, root.children);
-      if (!known) remember(signature, exec.counters(), values);
-      if (recording) {
-        std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(std::move(exec))));
-        const auto& kept = static_cast<const exec_type&>(*run);
-        connect(std::move(run), kept.captured(), output_keys(root), values, a...);
-      }
-      return values;
-    };
-    // As with jit disabled, as one tuple of outputs.
-    auto eager = [&] {
-      if constexpr (is_tensor_v<decltype(f_(a...))>) return std::tuple{f_(a...)};
-      else return f_(a...);
-    };
-    auto outputs = detail::with_plan(root, fused, eager);
+    using exec_type = detail::executor<root_type, inputs_type>;
+    exec_type exec(inputs, recording, seeded);
+    auto outputs = detail::apply_operands([&](const auto&... out) { return std::tuple{exec.value(out)...}; }, root.children);
+    if (!known) remember(signature, exec.counters(), outputs);
+    if (recording) {
+      std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(std::move(exec))));
+      const auto& kept = static_cast<const exec_type&>(*run);
+      connect(std::move(run), kept.captured(), output_keys(root), outputs, a...);
+    }
     if constexpr (std::tuple_size_v<decltype(outputs)> == 1) return std::get<0>(outputs);
     else return outputs;
   }
