@@ -47,15 +47,33 @@
   TANDEM_COMPILED_EXTERN template class tensor<T>;                                                                   \
   }
 
-// One list, written once per element type T: declarations in users'
-// translation units, definitions in the library's (one per T).
-#define TANDEM_COMPILED_EAGER_NODES(T)                                                                               \
+// The nodes that inline code reaches in any translation unit: the engine's
+// base classes, a leaf's accumulator, the casts that accumulation runs, the
+// product a static graph's matmul epilogue records, and convolution (its
+// form with a bias is a template of users' translation units). Declared in
+// users' translation units, defined in the library.
+#define TANDEM_COMPILED_REACHED_NODES(T)                                                                             \
   namespace tandem::detail {                                                                                         \
   TANDEM_COMPILED_EXTERN template class typed_node<T>;                                                               \
   TANDEM_COMPILED_EXTERN template class leaf_accumulator<T>;                                                         \
   TANDEM_COMPILED_EXTERN template void backward<T>(const tensor<T>&, const tensor<T>&,                               \
                                                    const backward_options&);                                         \
-  /* views, casts and reductions: the closure every derivative reaches */                                            \
+  TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, cast_op, T, tensor<float>>;                          \
+  TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, cast_op, T, tensor<double>>;                         \
+  TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, matmul_op, T, tensor<T>, tensor<T>>;                 \
+  TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, conv2d_op, T, tensor<T>, tensor<T>>;                 \
+  TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, conv2d_op, T, tensor<T>, tensor<T>, tensor<T>>;      \
+  }
+
+// Every other op's node is reached only from its eager entry point, which
+// the library compiles (TANDEM_COMPILED_EAGER_OPS), so users' translation
+// units never instantiate them and are not given their declarations: each
+// declaration instantiates the node class, and the whole list took 19 MB of
+// the front end's memory in every translation unit that includes tandem.hpp.
+#define TANDEM_COMPILED_EAGER_NODES(T)                                                                               \
+  TANDEM_COMPILED_REACHED_NODES(T)                                                                                   \
+  namespace tandem::detail {                                                                                         \
+  /* views and reductions */                                                                                         \
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, sum_op, T, tensor<T>>;                               \
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, mean_op, T, tensor<T>>;                              \
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, prod_op, T, tensor<T>>;                              \
@@ -65,8 +83,6 @@
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, expand_op, T, tensor<T>>;                            \
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, take_op, T, tensor<T>>;                              \
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, embed_op, T, tensor<T>>;                             \
-  TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, cast_op, T, tensor<float>>;                          \
-  TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, cast_op, T, tensor<double>>;                         \
   /* arithmetic: tensor-tensor, tensor-scalar and scalar-tensor */                                                   \
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, add_op, T, tensor<T>, tensor<T>>;                    \
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, add_op, T, tensor<T>, T>;                            \
@@ -100,12 +116,9 @@
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, softplus_op, T, tensor<T>>;                          \
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, gelu_op, T, tensor<T>>;                              \
   /* the layers' ops */                                                                                              \
-  TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, matmul_op, T, tensor<T>, tensor<T>>;                 \
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, softmax_op, T, tensor<T>>;                           \
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, log_softmax_op, T, tensor<T>>;                       \
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, cross_entropy_op, T, tensor<T>, tensor<std::int64_t>>; \
-  TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, conv2d_op, T, tensor<T>, tensor<T>>;                 \
-  TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, conv2d_op, T, tensor<T>, tensor<T>, tensor<T>>;      \
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, max_pool2d_op, T, tensor<T>>;                        \
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, avg_pool2d_op, T, tensor<T>>;                        \
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, batch_variance_op<T>, T, tensor<T>>;                 \
@@ -197,8 +210,8 @@
 #if !defined(TANDEM_BUILDING_COMPILED_LIBRARY)
 TANDEM_COMPILED_TENSOR(float)
 TANDEM_COMPILED_TENSOR(double)
-TANDEM_COMPILED_EAGER_NODES(float)
-TANDEM_COMPILED_EAGER_NODES(double)
+TANDEM_COMPILED_REACHED_NODES(float)
+TANDEM_COMPILED_REACHED_NODES(double)
 TANDEM_COMPILED_EAGER_OPS(float)
 TANDEM_COMPILED_EAGER_OPS(double)
 #endif

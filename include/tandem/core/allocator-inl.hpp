@@ -11,6 +11,12 @@
 
 namespace tandem::detail {
 
+struct caching_allocator::counts_registry {
+  std::mutex mutex;
+  std::vector<const thread_counts*> threads;
+  allocation_stats retired{0, 0, 0};
+};
+
 TANDEM_LIBRARY_FUNCTION void* caching_allocator::thread_cache::take(std::size_t rounded) {
   auto& bin = bins[bin_index(rounded)];
   if (bin.empty()) return ::operator new(rounded, std::align_val_t{alignment});

@@ -11,7 +11,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <utility>
 #include <vector>
@@ -76,11 +75,9 @@ class caching_allocator {
     }
   };
 
-  struct counts_registry {
-    std::mutex mutex;
-    std::vector<const thread_counts*> threads;
-    allocation_stats retired{0, 0, 0};
-  };
+  // Every thread's counters and those of threads gone, under a lock
+  // (allocator-inl.hpp: <mutex> stays out of this header).
+  struct counts_registry;
   static counts_registry& registry();
   static void count_retired(std::int64_t blocks, std::int64_t bytes);
 

@@ -3,9 +3,12 @@
 // header-only builds, compiled once into tandem::compiled
 // (TANDEM_LIBRARY_FUNCTION, core/config.hpp).
 
+#include <atomic>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "tandem/graph/plan.hpp"
 
@@ -29,27 +32,39 @@ TANDEM_LIBRARY_FUNCTION std::string describe(const signature& s) {
   return text;
 }
 
+struct plan_cache::entries {
+  std::shared_mutex mutex;
+  std::unordered_map<signature, std::shared_ptr<const plan>, signature_hash> plans;
+  std::vector<std::string> order;
+  std::atomic<std::int64_t> hits{0};
+  std::int64_t misses = 0;
+};
+
+TANDEM_LIBRARY_FUNCTION plan_cache::plan_cache() : entries_(std::make_unique<entries>()) {}
+
+TANDEM_LIBRARY_FUNCTION plan_cache::~plan_cache() = default;
+
 TANDEM_LIBRARY_FUNCTION std::shared_ptr<const plan> plan_cache::find(const signature& key) {
-  std::shared_lock lock(mutex_);
-  auto found = plans_.find(key);
-  if (found == plans_.end()) return nullptr;
-  hits_.fetch_add(1, std::memory_order_relaxed);
+  std::shared_lock lock(entries_->mutex);
+  auto found = entries_->plans.find(key);
+  if (found == entries_->plans.end()) return nullptr;
+  entries_->hits.fetch_add(1, std::memory_order_relaxed);
   return found->second;
 }
 
 TANDEM_LIBRARY_FUNCTION void plan_cache::insert(const signature& key, std::shared_ptr<const plan> p) {
-  std::unique_lock lock(mutex_);
-  if (plans_.emplace(key, std::move(p)).second) {
-    order_.push_back(describe(key));
-    ++misses_;
+  std::unique_lock lock(entries_->mutex);
+  if (entries_->plans.emplace(key, std::move(p)).second) {
+    entries_->order.push_back(describe(key));
+    ++entries_->misses;
   } else {
-    hits_.fetch_add(1, std::memory_order_relaxed);
+    entries_->hits.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
 TANDEM_LIBRARY_FUNCTION plan_statistics plan_cache::statistics() const {
-  std::shared_lock lock(mutex_);
-  return {hits_.load(), misses_, order_};
+  std::shared_lock lock(entries_->mutex);
+  return {entries_->hits.load(), entries_->misses, entries_->order};
 }
 
 }  // namespace tandem::detail

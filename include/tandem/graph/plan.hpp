@@ -12,8 +12,6 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -82,6 +80,11 @@ std::string describe(const signature& s);
 
 class plan_cache {
  public:
+  plan_cache();
+  plan_cache(const plan_cache&) = delete;
+  plan_cache& operator=(const plan_cache&) = delete;
+  ~plan_cache();
+
   // The plan for a signature, or null (a miss) when none was built yet.
   std::shared_ptr<const plan> find(const signature& key);
   // After a call that found no plan. Calls racing with one new signature
@@ -92,11 +95,10 @@ class plan_cache {
   plan_statistics statistics() const;
 
  private:
-  mutable std::shared_mutex mutex_;
-  std::unordered_map<signature, std::shared_ptr<const plan>, signature_hash> plans_;
-  std::vector<std::string> order_;
-  std::atomic<std::int64_t> hits_{0};
-  std::int64_t misses_ = 0;
+  // The plans and the lock around them, in plan-inl.hpp: a translation unit
+  // that builds a static graph need not parse <shared_mutex>.
+  struct entries;
+  std::unique_ptr<entries> entries_;
 };
 
 }  // namespace detail

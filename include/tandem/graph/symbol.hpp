@@ -8,8 +8,8 @@
 // A node that holds nothing (an input, or an elementwise op over such nodes)
 // is *pure*: its type alone says what it computes, so two pure nodes of the
 // same type are the same value and are computed once. Every other node is
-// held by a shared pointer, so a graph in memory is as large as the program
-// that built it, however often a value is reused.
+// held by shared ownership (node_ref), so a graph in memory is as large as
+// the program that built it, however often a value is reused.
 
 #include <cstddef>
 #include <memory>
@@ -20,6 +20,7 @@
 
 #include "tandem/core/tensor.hpp"
 #include "tandem/graph/fwd.hpp"
+#include "tandem/graph/node_ref.hpp"
 
 namespace tandem {
 namespace detail {
@@ -119,14 +120,14 @@ struct nothing_held {};
 template <class Node>
 class sym {
   static constexpr bool pure = detail::is_pure<Node>;
-  using holder = std::conditional_t<pure, detail::nothing_held, std::shared_ptr<const Node>>;
+  using holder = std::conditional_t<pure, detail::nothing_held, detail::node_ref<Node>>;
 
  public:
   using node_type = Node;
   using value_type = typename Node::value_type;
 
   sym() requires pure = default;
-  explicit sym(std::shared_ptr<const Node> node) requires(!pure) : held_(std::move(node)) {}
+  explicit sym(detail::node_ref<Node> node) requires(!pure) : held_(std::move(node)) {}
 
   const Node& node() const {
     if constexpr (pure) {
@@ -189,10 +190,8 @@ struct apply_node {
 
 template <class N, class... Args>
 sym<N> make_sym(Args&&... args) {
-  // Not make_shared: its allocator machinery costs GCC the same
-  // exponential checks as std::tuple (see operand_list).
   if constexpr (is_pure<N>) return sym<N>{};
-  else return sym<N>(std::shared_ptr<const N>(new N{std::forward<Args>(args)...}));
+  else return sym<N>(node_ref<N>::make(std::forward<Args>(args)...));
 }
 
 template <class N>

@@ -13,37 +13,13 @@
 // 12.6 us on one).
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <cstdlib>
-#include <exception>
 #include <memory>
-#include <mutex>
-#include <string>
-#include <thread>
-#include <vector>
 
 #include "tandem/core/config.hpp"
 
 namespace tandem {
 namespace detail {
-
-// Spins until ready() or `budget` has passed; returns ready().
-template <class Ready>
-bool spin_until(const Ready& ready, std::chrono::microseconds budget) {
-  auto deadline = std::chrono::steady_clock::now() + budget;
-  for (int i = 1;; ++i) {
-    if (ready()) return true;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-    if (i % 64 == 0 && std::chrono::steady_clock::now() > deadline) return ready();
-  }
-}
-
-inline constexpr std::chrono::microseconds spin_budget{100};
 
 // A chunk of a parallel_for: the body of the loop by address, with the
 // one function that knows its type (no std::function, whose type erasure
@@ -84,41 +60,21 @@ class thread_pool {
   static void resize(int threads);
 
  private:
-  static int default_threads();
-  static std::mutex& instance_mutex();
-  static std::unique_ptr<thread_pool>& instance_slot();
-  // The pool in use, read without the lock on every kernel call.
-  static std::atomic<thread_pool*>& current();
-  static void replace(int threads);
+  // Whether the calling thread is one of the pool's workers (or a caller
+  // taking chunks): a parallel_for inside a chunk runs inline.
   static bool& inside_worker();
-
-  // One call of parallel_for: workers that wake late hold their own
-  // reference and find every chunk already taken.
-  struct job_state {
-    chunk_job job;
-    std::int64_t total;
-    std::atomic<std::int64_t> next{0};
-    std::atomic<std::int64_t> pending;
-    std::mutex mutex;
-    std::condition_variable done;
-    std::exception_ptr failure;
-    job_state(chunk_job j, std::int64_t n) : job(j), total(n), pending(n) {}
-  };
 
   // Hands `chunks` calls of job to the workers; the caller takes chunks too
   // and returns when all are done, rethrowing the first exception.
   void run(std::int64_t chunks, chunk_job job);
-  static void take_chunks(job_state& state);
-  void work();
+
+  // The threads and what they wait on, in thread_pool-inl.hpp: kept out of
+  // this header so that every translation unit that runs a kernel does not
+  // parse <thread>, <mutex> and <condition_variable>.
+  struct workers;
 
   int size_;
-  std::vector<std::thread> workers_;
-  std::mutex submit_mutex_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::shared_ptr<job_state> current_;
-  std::atomic<std::uint64_t> generation_{0};
-  bool stopping_ = false;
+  std::unique_ptr<workers> workers_;
 };
 
 template <class Body>
