@@ -35,6 +35,11 @@ TANDEM_LIBRARY_FUNCTION std::string describe(const signature& s) {
 struct plan_cache::entries {
   std::shared_mutex mutex;
   std::unordered_map<signature, std::shared_ptr<const plan>, signature_hash> plans;
+  // The key of the last signature found, read without the lock: a graph
+  // called again and again with one signature skips the lock and the hash.
+  // Entries are never removed and a map's nodes never move, so the key
+  // stays valid.
+  std::atomic<const signature*> last_found{nullptr};
   std::vector<std::string> order;
   std::atomic<std::int64_t> hits{0};
   std::int64_t misses = 0;
@@ -44,12 +49,17 @@ TANDEM_LIBRARY_FUNCTION plan_cache::plan_cache() : entries_(std::make_unique<ent
 
 TANDEM_LIBRARY_FUNCTION plan_cache::~plan_cache() = default;
 
-TANDEM_LIBRARY_FUNCTION std::shared_ptr<const plan> plan_cache::find(const signature& key) {
-  std::shared_lock lock(entries_->mutex);
-  auto found = entries_->plans.find(key);
-  if (found == entries_->plans.end()) return nullptr;
-  entries_->hits.fetch_add(1, std::memory_order_relaxed);
-  return found->second;
+TANDEM_LIBRARY_FUNCTION bool plan_cache::known(const signature& key) {
+  entries& e = *entries_;
+  const signature* last = e.last_found.load(std::memory_order_acquire);
+  if (!(last && *last == key)) {
+    std::shared_lock lock(e.mutex);
+    auto found = e.plans.find(key);
+    if (found == e.plans.end()) return false;
+    e.last_found.store(&found->first, std::memory_order_release);
+  }
+  e.hits.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 TANDEM_LIBRARY_FUNCTION void plan_cache::insert(const signature& key, std::shared_ptr<const plan> p) {

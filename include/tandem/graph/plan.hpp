@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "tandem/core/config.hpp"
@@ -85,8 +84,8 @@ class plan_cache {
   plan_cache& operator=(const plan_cache&) = delete;
   ~plan_cache();
 
-  // The plan for a signature, or null (a miss) when none was built yet.
-  std::shared_ptr<const plan> find(const signature& key);
+  // Whether a plan was built for this signature; counts a hit if so.
+  bool known(const signature& key);
   // After a call that found no plan. Calls racing with one new signature
   // all find none; the first to get here keeps its plan and counts the
   // miss, the others count as hits, so that misses are the signatures seen

@@ -9,7 +9,6 @@
 #include <memory>
 #include <optional>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "tandem/core/allocator.hpp"
 #include "tandem/core/config.hpp"
 #include "tandem/core/tensor.hpp"
+#include "tandem/graph/key_map.hpp"
 #include "tandem/graph/symbol.hpp"
 
 namespace tandem::detail {
@@ -26,14 +26,6 @@ using any_tensor =
 
 template <class N>
 inline constexpr char class_tag = 0;
-
-// What a call keeps by value key while it runs (its memo, gradients,
-// captured tensors): hash maps whose nodes come from the caching
-// allocator's per-thread bins, uncounted (core/allocator.hpp), instead of a
-// heap allocation per entry.
-template <class V>
-using by_key = std::unordered_map<const void*, V, std::hash<const void*>, std::equal_to<const void*>,
-                                  cached<std::pair<const void* const, V>, caching_allocator::tally::uncounted>>;
 
 // How a value is found again: by type for pure classes, by address else.
 template <class N>
@@ -70,8 +62,10 @@ class captured_gradients {
  public:
   // None: a step that ran eagerly leaves its gradients in the tensors' .grad.
   captured_gradients() = default;
-  captured_gradients(std::shared_ptr<graph_run> run, const by_key<any_tensor>& captured)
-      : run_(std::move(run)), captured_(captured.begin(), captured.end()) {}
+  captured_gradients(std::shared_ptr<graph_run> run, const key_map<any_tensor>& captured) : run_(std::move(run)) {
+    captured_.reserve(captured.size());
+    captured.for_each([&](const void* key, const any_tensor& value) { captured_.emplace_back(key, value); });
+  }
 
   // A captured value that eager ops computed from parameters while the
   // graph was traced (`sum(w * w)` of two tensors is one eager value) hands

@@ -107,7 +107,7 @@ class static_graph {
     }
     const void* key = keys[0];
     detail::signature signature = detail::signature_of(a...);
-    bool known = cache_->find(signature) != nullptr;
+    bool known = cache_->known(signature);
     using inputs_type = std::tuple<const A&...>;
     using exec_type = detail::executor<decltype(root), inputs_type>;
     inputs_type inputs{a...};
@@ -158,7 +158,7 @@ class static_graph {
 
     using inputs_type = std::tuple<const A&...>;
     detail::signature signature = detail::signature_of(a...);
-    bool known = cache_->find(signature) != nullptr;
+    bool known = cache_->known(signature);
     inputs_type inputs{a...};
     detail::executor<root_type, inputs_type> exec(inputs, false);
     exec.write_into(output_keys(root)[0], out);
@@ -202,7 +202,7 @@ class static_graph {
     if (!detail::one_value_per_shared_class(root)) return f_(a...);
 
     detail::signature signature = detail::signature_of(a...);
-    bool known = cache_->find(signature) != nullptr;
+    bool known = cache_->known(signature);
     bool recording = is_grad_enabled() && (detail::input_requires_grad(a) || ... || has_captured<root_type>());
     inputs_type inputs{a...};
     // Types that name the graph type never reach std::make_shared, std::tuple
@@ -286,7 +286,7 @@ class static_graph {
 
   template <class Outputs, std::size_t N, class... A>
   void connect(std::shared_ptr<detail::graph_run> run,
-               const detail::by_key<detail::any_tensor>& captured,
+               const detail::key_map<detail::any_tensor>& captured,
                const std::array<const void*, N>& output_keys, Outputs& outputs, const A&... a) const {
     std::vector<std::shared_ptr<detail::node>> edges;
     std::vector<const void*> keys;
@@ -299,13 +299,14 @@ class static_graph {
       };
       (add(std::integral_constant<std::size_t, I>{}, a), ...);
     }(std::index_sequence_for<A...>{});
-    for (const auto& entry : captured)
+    captured.for_each([&](const void* key, const detail::any_tensor& value) {
       std::visit(
           [&](const auto& x) {
             edges.push_back(detail::edge_of(x));
-            keys.push_back(entry.first);
+            keys.push_back(key);
           },
-          entry.second);
+          value);
+    });
     bool any_edge = false;
     for (const auto& e : edges) any_edge = any_edge || e;
     if (!any_edge) return;

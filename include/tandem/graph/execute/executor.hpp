@@ -58,7 +58,7 @@ class executor final : public graph_run {
       static_assert(node_traits<N>::is_apply || materialized_v<Root, N>,
                     "tandem internal: a fused value was asked for outside its group");
       const void* key = key_of(s);
-      if (auto found = memo_.find(key); found != memo_.end()) return std::get<tensor<T>>(found->second);
+      if (any_tensor* found = memo_.find(key)) return std::get<tensor<T>>(*found);
       tensor<T> result;
       if constexpr (fused_summation<Root, N>()) result = run_summation(s, key);
       else if constexpr (node_traits<N>::is_apply) result = run_apply(s, key);
@@ -79,20 +79,19 @@ class executor final : public graph_run {
           },
           g);
     for (auto step = steps_.rbegin(); step != steps_.rend(); ++step) {
-      auto found = gradients_.find(step->key);
-      if (found == gradients_.end()) continue;
-      any_tensor g = std::move(found->second);
-      gradients_.erase(found);
+      any_tensor* found = gradients_.find(step->key);
+      if (!found) continue;
+      any_tensor g = std::move(*found);
+      gradients_.erase(step->key);
       step->send(*this, g);
     }
   }
 
   const any_tensor* gradient(const void* key) const override {
-    auto found = gradients_.find(key);
-    return found == gradients_.end() ? nullptr : &found->second;
+    return gradients_.find(key);
   }
   // The captured tensors read by this run, by key.
-  const by_key<any_tensor>& captured() const { return captured_; }
+  const key_map<any_tensor>& captured() const { return captured_; }
   const run_counters& counters() const { return counters_; }
 
   // static_graph::into: the tensor the value of `key` is to be written into.
@@ -123,7 +122,7 @@ class executor final : public graph_run {
   void add_gradient(const void* key, tensor<T> g) {
     auto [at, fresh] = gradients_.try_emplace(key, g);
     if (!fresh) {
-      tensor<T>& sum = std::get<tensor<T>>(at->second);
+      tensor<T>& sum = std::get<tensor<T>>(*at);
       sum = sum + g;
     }
   }
@@ -159,7 +158,7 @@ class executor final : public graph_run {
       return s.node().value.requires_grad();
     } else {
       const void* key = key_of(s);
-      if (auto found = needs_gradient_.find(key); found != needs_gradient_.end()) return found->second;
+      if (const bool* found = needs_gradient_.find(key)) return *found;
       bool any = apply_operands([&](const auto&... c) { return (needs_gradient(c) || ...); }, s.node().children);
       needs_gradient_.emplace(key, any);
       return any;
@@ -291,10 +290,10 @@ class executor final : public graph_run {
   const Inputs& inputs_;
   bool for_backward_;
   const void* unit_seed_;
-  by_key<any_tensor> memo_;
-  by_key<any_tensor> gradients_;
-  by_key<any_tensor> captured_;
-  by_key<bool> needs_gradient_;
+  key_map<any_tensor> memo_;
+  key_map<any_tensor> gradients_;
+  key_map<any_tensor> captured_;
+  key_map<bool> needs_gradient_;
   std::vector<step> steps_;
   run_counters counters_;
   const void* destination_key_ = nullptr;
