@@ -1,6 +1,7 @@
 // One training step (forward, backward, Adam update) of the demo's models
-// at batch 128, on 1 and 2 threads: tandem eager, tandem with the whole
-// step as one static graph, and, when libtorch-dev is installed, libtorch
+// at batch 128, on 1 and 2 threads: the MLP's step written by hand (the
+// limit), tandem eager, tandem with the whole step as one static graph,
+// and, when libtorch-dev is installed, libtorch
 // eager on the same architectures (training_libtorch.cpp, linked into the
 // same binary). bench/training_pytorch.py times PyTorch eager and
 // torch.compile the same way.
@@ -11,6 +12,7 @@
 #include <tandem/tandem.hpp>
 
 #include "../examples/fashion_models.hpp"
+#include "mlp_hand.hpp"
 
 namespace {
 
@@ -45,6 +47,20 @@ void step(benchmark::State& state, bool jitted) {
   state.SetItemsProcessed(state.iterations() * 128);
 }
 
+// The same step written by hand (mlp_hand.hpp), from the same parameters.
+void mlp_step_hand(benchmark::State& state) {
+  set_num_threads(static_cast<int>(state.range(0)));
+  generator gen(7);
+  fashion::mlp model(gen);
+  bench::mlp_hand hand(model);
+  batch data;
+  for (auto _ : state) {
+    float loss = hand.step(data.images.data(), data.labels.data());
+    benchmark::DoNotOptimize(loss);
+  }
+  state.SetItemsProcessed(state.iterations() * 128);
+}
+
 void mlp_step_tandem_eager(benchmark::State& state) { step<fashion::mlp>(state, false); }
 void mlp_step_tandem_graph(benchmark::State& state) { step<fashion::mlp>(state, true); }
 void cnn_step_tandem_eager(benchmark::State& state) { step<fashion::cnn>(state, false); }
@@ -52,6 +68,7 @@ void cnn_step_tandem_graph(benchmark::State& state) { step<fashion::cnn>(state, 
 
 }  // namespace
 
+BENCHMARK(mlp_step_hand)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(mlp_step_tandem_eager)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(mlp_step_tandem_graph)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(cnn_step_tandem_eager)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
