@@ -14,6 +14,7 @@
 #include "tandem/core/shape.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/data/batches.hpp"
+#include "tandem/graph/host.hpp"
 #include "tandem/graph/mode.hpp"
 #include "tandem/graph/ops.hpp"
 #include "tandem/graph/repeat.hpp"

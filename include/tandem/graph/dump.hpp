@@ -27,6 +27,7 @@ struct dump_value {
   std::vector<std::size_t> operands;
   bool buffer = false;         // materialized: an output, or a group's or kernel's result
   bool eager_kernel = false;   // a non-elementwise op run by its eager kernel
+  bool host = false;           // of those, a host call (graph/host.hpp): a graph break
   bool reduces = false;        // a sum or mean computed inside its group's loop
   bool epilogue = false;       // a matmul running its reader's group on each finished block
   std::size_t epilogue_group = 0;
@@ -96,6 +97,7 @@ class graph_dumper {
       } else if constexpr (node_traits<N>::is_apply) {
         v.op = s.node().name;
         v.buffer = v.eager_kernel = true;
+        v.host = is_host_call<typename N::fn_type>;
         v.epilogue = runs_epilogue<Root, N>();
       } else {
         v.op = node_traits<N>::op::name;
@@ -156,6 +158,7 @@ std::string dump_text(const graph_dumper<Root>& d) {
     const dump_value& x = d.values[v];
     out << "  " << value_name(v) << " = " << x.op << value_list_text(x.operands) << " : " << x.dtype;
     if (x.epilogue) out << "    [eager kernel, group " << x.epilogue_group << " as its epilogue]";
+    else if (x.host) out << "    [host call: graph break, buffer]";
     else if (x.eager_kernel) out << "    [eager kernel, buffer]";
     else if (x.reduces) out << "    [group " << x.groups.front() << ": fused loop with " << x.op << ", buffer]";
     else if (x.buffer) out << "    [group " << x.groups.front() << ": fused loop, buffer]";
@@ -196,9 +199,11 @@ std::string dump_dot(const graph_dumper<Root>& d) {
     if (!x.groups.empty()) continue;
     out << "  v" << v << " [label=\"" << label(v);
     if (x.epilogue) out << "\\nepilogue: group " << x.epilogue_group;
+    if (x.host) out << "\\ngraph break";
     out << "\"";
     if (x.leaf) out << ", shape=ellipse";
-    if (x.eager_kernel) out << ", style=filled, color=lightyellow";
+    if (x.host) out << ", style=filled, color=orange";
+    else if (x.eager_kernel) out << ", style=filled, color=lightyellow";
     out << "];\n";
   }
   for (std::size_t v = 0; v < d.values.size(); ++v)

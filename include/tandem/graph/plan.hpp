@@ -9,7 +9,6 @@
 // safe to use from several threads at once.
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>

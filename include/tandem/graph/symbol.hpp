@@ -106,6 +106,12 @@ inline constexpr bool is_summation = false;
 template <class Fn>
 inline constexpr bool is_matrix_product = false;
 
+// Whether an apply node's function is a host call (graph/host.hpp): the
+// user's code, run eagerly between fused parts, which the dumps mark as a
+// graph break.
+template <class Fn>
+inline constexpr bool is_host_call = false;
+
 template <class N>
 inline constexpr bool is_pure = false;
 template <std::size_t I, class T>
