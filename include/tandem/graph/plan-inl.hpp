@@ -7,7 +7,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
-#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "tandem/graph/plan.hpp"
@@ -34,11 +34,10 @@ TANDEM_LIBRARY_FUNCTION std::string describe(const signature& s) {
 
 struct plan_cache::entries {
   std::shared_mutex mutex;
-  std::unordered_map<signature, std::shared_ptr<const plan>, signature_hash> plans;
-  // The key of the last signature found, read without the lock: a graph
-  // called again and again with one signature skips the lock and the hash.
-  // Entries are never removed and a map's nodes never move, so the key
-  // stays valid.
+  std::unordered_set<signature, signature_hash> seen;
+  // The last signature found, read without the lock: a graph called again
+  // and again with one signature skips the lock and the hash. Entries are
+  // never removed and a set's nodes never move, so the pointer stays valid.
   std::atomic<const signature*> last_found{nullptr};
   std::vector<std::string> order;
   std::atomic<std::int64_t> hits{0};
@@ -54,17 +53,17 @@ TANDEM_LIBRARY_FUNCTION bool plan_cache::known(const signature& key) {
   const signature* last = e.last_found.load(std::memory_order_acquire);
   if (!(last && *last == key)) {
     std::shared_lock lock(e.mutex);
-    auto found = e.plans.find(key);
-    if (found == e.plans.end()) return false;
-    e.last_found.store(&found->first, std::memory_order_release);
+    auto found = e.seen.find(key);
+    if (found == e.seen.end()) return false;
+    e.last_found.store(&*found, std::memory_order_release);
   }
   e.hits.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
-TANDEM_LIBRARY_FUNCTION void plan_cache::insert(const signature& key, std::shared_ptr<const plan> p) {
+TANDEM_LIBRARY_FUNCTION void plan_cache::insert(const signature& key) {
   std::unique_lock lock(entries_->mutex);
-  if (entries_->plans.emplace(key, std::move(p)).second) {
+  if (entries_->seen.insert(key).second) {
     entries_->order.push_back(describe(key));
     ++entries_->misses;
   } else {

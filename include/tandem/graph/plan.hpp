@@ -1,12 +1,12 @@
 #pragma once
-// Plans and their cache. A plan is what a static graph's first call with one
-// input signature (the element type, shape and device of every tensor
-// argument) produced: the shapes of its outputs and how many fused loops and
-// eager kernels it ran, read by statistics(). Shapes are still checked on
-// every call, while the graph runs. Calls with a signature seen before count
-// as hits; scalars are not part of the signature, so changing one never
-// builds a new plan. The cache is shared by copies of a static_graph and
-// safe to use from several threads at once.
+// The plan cache: the input signatures (the element type, shape and device
+// of every tensor argument) a static graph has run with, and how often a
+// call found its signature there (a hit) or added it (a miss), read by
+// statistics(). A graph's plan is its type; the cache keeps no state per
+// signature beyond the signature, and shapes are checked on every call,
+// while the graph runs. Scalars are not part of the signature, so changing
+// one never counts as a new plan. The cache is shared by copies of a
+// static_graph and safe to use from several threads at once.
 
 #include <algorithm>
 #include <cstdint>
@@ -28,12 +28,6 @@ struct plan_statistics {
 };
 
 namespace detail {
-
-struct plan {
-  std::vector<shape> outputs;
-  std::int64_t fused_loops = 0;
-  std::int64_t eager_kernels = 0;
-};
 
 // A call's signature, packed into integers so that a cache lookup formats
 // nothing: per argument, a tensor's element type, rank and extents (all
@@ -83,17 +77,17 @@ class plan_cache {
   plan_cache& operator=(const plan_cache&) = delete;
   ~plan_cache();
 
-  // Whether a plan was built for this signature; counts a hit if so.
+  // Whether a call with this signature ran before; counts a hit if so.
   bool known(const signature& key);
-  // After a call that found no plan. Calls racing with one new signature
-  // all find none; the first to get here keeps its plan and counts the
+  // After a call whose signature was not known. Calls racing with one new
+  // signature all find none; the first to get here adds it and counts the
   // miss, the others count as hits, so that misses are the signatures seen
   // and hits + misses the calls.
-  void insert(const signature& key, std::shared_ptr<const plan> p);
+  void insert(const signature& key);
   plan_statistics statistics() const;
 
  private:
-  // The plans and the lock around them, in plan-inl.hpp: a translation unit
+  // The signatures and the lock around them, in plan-inl.hpp: a translation unit
   // that builds a static graph need not parse <shared_mutex>.
   struct entries;
   std::unique_ptr<entries> entries_;

@@ -116,7 +116,7 @@ class static_graph {
     auto output = detail::apply_operands([&](const auto& loss) { return exec->value(loss); }, root.children);
     static_assert(std::is_floating_point_v<typename decltype(output)::value_type>,
                   "tandem::jit: a training step's loss must be a float or double tensor");
-    if (!known) remember(signature, exec->counters(), std::tuple{output});
+    if (!known) cache_->insert(signature);
     exec->backward({{key, detail::any_tensor(ones_like(output))}});
     return std::pair{output, detail::captured_gradients(std::move(run), exec->captured())};
   }
@@ -163,7 +163,7 @@ class static_graph {
     detail::executor<root_type, inputs_type> exec(inputs, false);
     exec.write_into(output_keys(root)[0], out);
     auto output = detail::apply_operands([&](const auto& o) { return exec.value(o); }, root.children);
-    if (!known) remember(signature, exec.counters(), std::tuple{output});
+    if (!known) cache_->insert(signature);
     if (exec.wrote_into_destination()) out.storage()->bump_version();
     else write(output);
   }
@@ -213,7 +213,7 @@ class static_graph {
     using exec_type = detail::executor<root_type, inputs_type>;
     exec_type exec(inputs, recording, seeded);
     auto outputs = detail::apply_operands([&](const auto&... out) { return std::tuple{exec.value(out)...}; }, root.children);
-    if (!known) remember(signature, exec.counters(), outputs);
+    if (!known) cache_->insert(signature);
     if (recording) {
       std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(std::move(exec))));
       const auto& kept = static_cast<const exec_type&>(*run);
@@ -221,17 +221,6 @@ class static_graph {
     }
     if constexpr (std::tuple_size_v<decltype(outputs)> == 1) return std::get<0>(outputs);
     else return outputs;
-  }
-
-  // Keeps the plan of the first call with a signature.
-  template <class Outputs>
-  void remember(const detail::signature& signature, const detail::run_counters& counters,
-                const Outputs& outputs) const {
-    auto built = std::make_shared<detail::plan>();
-    std::apply([&](const auto&... t) { built->outputs = {t.shape()...}; }, outputs);
-    built->fused_loops = counters.fused_loops;
-    built->eager_kernels = counters.eager_kernels;
-    cache_->insert(signature, std::move(built));
   }
 
   template <class Root>
