@@ -1,7 +1,10 @@
 // Compiled and linked by nvcc when it is found; run where a GPU is. A static
 // graph's fused kernel is a plain struct: the compile-time passes (Boost.Hana,
 // host only) pick its classes, and the device runs its call operator and its
-// adjoints per element, as the CPU runs them per SIMD lane.
+// adjoints per element, as the CPU runs them per SIMD lane. Compiling it
+// keeps the public headers honest for the CUDA backend on every machine with
+// nvcc: they must compile as CUDA host code, and the element math they share
+// with kernels (exp, sigmoid and their derivatives here) for the device.
 
 #include <tandem/tandem.hpp>
 
@@ -25,7 +28,7 @@ __global__ void fused_backward(Kernel kernel, const float* g, const float* x, co
 }
 
 int main() {
-  auto f = tandem::jit([](auto x, auto y) { return exp(x * y) * y + x * x; });
+  auto f = tandem::jit([](auto x, auto y) { return exp(x * y) * y + x * sigmoid(x); });
   tandem::tensor<float> x{1, 2, 3}, y{0.5f, 0.25f, 0.125f};
   using root = decltype(f.trace(x, y));
   using value = std::remove_cvref_t<decltype(tandem::detail::operand_at<0>(f.trace(x, y).children))>::node_type;
