@@ -35,9 +35,11 @@ template <number T> TANDEM_HOST_DEVICE T abs(T x) {
 }
 template <number T> TANDEM_HOST_DEVICE T select(bool c, T a, T b) { return c ? a : b; }
 
-// a * b + c: xsimd's fma on batches, rounded once or twice as xsimd
-// decides (8.1 fuses it under GCC with FMA, not under clang), std::fma on
-// scalars.
+// a * b + c, rounded once: std::fma on scalars, the FMA instruction on
+// batches where the target has one. xsimd 8.1 has no AVX-512 fma kernel:
+// its generic one is x * y + z, which GCC fuses at -O2 but not at -O1 and
+// clang never does, so results (and GEMM's speed) depended on how a
+// translation unit was compiled. On targets without FMA it rounds twice.
 template <class T>
 TANDEM_HOST_DEVICE T multiply_add(T a, T b, T c) {
   return std::fma(a, b, c);
@@ -46,6 +48,10 @@ TANDEM_HOST_DEVICE T multiply_add(T a, T b, T c) {
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
 template <class T, class A>
 xsimd::batch<T, A> multiply_add(const xsimd::batch<T, A>& a, const xsimd::batch<T, A>& b, const xsimd::batch<T, A>& c) {
+#if XSIMD_WITH_AVX512F
+  if constexpr (std::is_base_of_v<xsimd::avx512f, A> && std::is_same_v<T, float>) return _mm512_fmadd_ps(a, b, c);
+  if constexpr (std::is_base_of_v<xsimd::avx512f, A> && std::is_same_v<T, double>) return _mm512_fmadd_pd(a, b, c);
+#endif
   return xsimd::fma(a, b, c);
 }
 template <class T, class A> xsimd::batch<T, A> tanh(const xsimd::batch<T, A>& x);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tandem/core/config.hpp"
+#include "tandem/detail/math.hpp"
 #include "tandem/kernels/cpu/simd.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
@@ -91,8 +92,8 @@ void micro_kernel(std::int64_t kc, const APanel a, const T* b, T* c, std::int64_
 #endif
     for (std::int64_t i = 0; i < G::mr; ++i) {
       batch ai(a(i, k));
-      into[i][0] = xsimd::fma(ai, b0, into[i][0]);
-      into[i][1] = xsimd::fma(ai, b1, into[i][1]);
+      into[i][0] = math::multiply_add(ai, b0, into[i][0]);
+      into[i][1] = math::multiply_add(ai, b1, into[i][1]);
     }
   };
   std::int64_t k = 0;
