@@ -1,9 +1,11 @@
 #pragma once
 // Running a traced graph: the executor (graph/execute/executor.hpp) and its
 // strategies, one header each: an eager kernel, a fused group, a matmul
-// with its epilogue, a fused summation, a group's backward.
+// with its epilogue, a fused summation, a group's backward, a control-flow
+// construct.
 
 #include "tandem/graph/execute/binding.hpp"
+#include "tandem/graph/execute/control.hpp"
 #include "tandem/graph/execute/eager_kernel.hpp"
 #include "tandem/graph/execute/epilogue.hpp"
 #include "tandem/graph/execute/executor.hpp"

@@ -16,6 +16,7 @@
 #include "tandem/core/allocator.hpp"
 #include "tandem/core/config.hpp"
 #include "tandem/core/tensor.hpp"
+#include "tandem/detail/unique_function.hpp"
 #include "tandem/graph/key_map.hpp"
 #include "tandem/graph/symbol.hpp"
 
@@ -53,6 +54,22 @@ class graph_run {
   virtual ~graph_run() = default;
   virtual void backward(std::vector<std::pair<const void*, any_tensor>> seeds) = 0;
   virtual const any_tensor* gradient(const void* key) const = 0;
+};
+
+// Gradients (or values) by key: what reached the tensors a sub-graph of a
+// control-flow construct captured (graph/subgraph.hpp).
+using keyed_gradients = std::vector<std::pair<const void*, any_tensor>>;
+
+// What a construct's run leaves: its outputs, the tensors its sub-graphs
+// captured (by key: they join the graph's captured tensors, so that their
+// gradients reach a module's parameters), and, when the run may be
+// differentiated, how to turn the outputs' gradients into the operands'.
+struct control_run {
+  using backward_function = unique_function<std::vector<std::optional<any_tensor>>(
+      const std::vector<std::optional<any_tensor>>&, keyed_gradients&)>;
+  std::vector<any_tensor> outputs;
+  keyed_gradients captured;
+  std::optional<backward_function> backward;
 };
 
 // The gradients a finished backward left at a graph's captured tensors,

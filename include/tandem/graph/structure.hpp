@@ -43,6 +43,23 @@ struct node_traits<outputs_node<C...>> : node_traits<void> {
   using children = std::tuple<C...>;
 };
 
+// The root over what f returned: one symbolic value, or a tuple of them.
+template <class Out>
+auto outputs_root(const Out& out) {
+  if constexpr (is_symbolic_v<Out>) {
+    return outputs_node<typename Out::node_type>{make_operands(out)};
+  } else {
+    return std::apply(
+        []<class... S>(const S&... outs) {
+          static_assert((is_symbolic_v<S> && ...),
+                        "tandem::jit: the function must return what tandem ops return on its arguments (a symbolic "
+                        "value, or a tuple of them); a tensor computed outside the graph cannot be an output");
+          return outputs_node<typename S::node_type...>{make_operands(outs...)};
+        },
+        out);
+  }
+}
+
 inline constexpr std::size_t no_product = static_cast<std::size_t>(-1);
 
 template <class N>

@@ -112,6 +112,13 @@ inline constexpr bool is_matrix_product = false;
 template <class Fn>
 inline constexpr bool is_host_call = false;
 
+// Whether an apply node's function is a control-flow construct, or reads
+// one output of one (graph/control.hpp).
+template <class Fn>
+inline constexpr bool is_control_flow = false;
+template <class Fn>
+inline constexpr bool is_control_output = false;
+
 template <class N>
 inline constexpr bool is_pure = false;
 template <std::size_t I, class T>
@@ -232,6 +239,15 @@ struct node_traits<apply_node<Fn, T, C...>> : node_traits<void> {
   static constexpr bool is_matrix_product = detail::is_matrix_product<Fn>;
   using children = std::tuple<C...>;
 };
+
+template <class N>
+inline constexpr bool is_control_node = false;
+template <class Fn, class T, class... C>
+inline constexpr bool is_control_node<apply_node<Fn, T, C...>> = is_control_flow<Fn>;
+template <class N>
+inline constexpr bool is_control_output_node = false;
+template <class Fn, class T, class... C>
+inline constexpr bool is_control_output_node<apply_node<Fn, T, C...>> = is_control_output<Fn>;
 
 }  // namespace detail
 }  // namespace tandem

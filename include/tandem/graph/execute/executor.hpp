@@ -61,6 +61,8 @@ class executor final : public graph_run {
       if (any_tensor* found = memo_.find(key)) return std::get<tensor<T>>(*found);
       tensor<T> result;
       if constexpr (fused_summation<Root, N>()) result = run_summation(s, key);
+      else if constexpr (is_control_node<N>) result = run_control(s, key);
+      else if constexpr (is_control_output_node<N>) result = read_control_output(s, key);
       else if constexpr (node_traits<N>::is_apply) result = run_apply(s, key);
       else result = run_group(s, key);
       memo_.emplace(key, result);
@@ -118,6 +120,16 @@ class executor final : public graph_run {
     return found && std::is_floating_point_v<T>;
   }();
 
+  // A gradient of a type known at run time (a control-flow construct's,
+  // graph/execute/control.hpp).
+  void add_any_gradient(const void* key, const any_tensor& g) {
+    std::visit(
+        [&](const auto& t) {
+          if constexpr (std::is_floating_point_v<typename std::decay_t<decltype(t)>::value_type>) add_gradient(key, t);
+        },
+        g);
+  }
+
   template <class T>
   void add_gradient(const void* key, tensor<T> g) {
     auto [at, fresh] = gradients_.try_emplace(key, g);
@@ -137,6 +149,12 @@ class executor final : public graph_run {
   template <class N>
   auto run_apply(const sym<N>& s, const void* key);
 
+  // graph/execute/control.hpp: a control-flow construct, and its outputs.
+  template <class N>
+  tensor<bool> run_control(const sym<N>& s, const void* key);
+  template <class N>
+  tensor<value_of_t<N>> read_control_output(const sym<N>& s, const void* key);
+
   template <class T>
   static tensor<T> fresh_leaf(const tensor<T>& t, bool wanted) {
     tensor<T> leaf = t.detach();
@@ -150,7 +168,10 @@ class executor final : public graph_run {
   // say), as the eager engine does.
   template <class N>
   bool needs_gradient(const sym<N>& s) {
-    if constexpr (!std::is_floating_point_v<value_of_t<N>> || node_traits<N>::is_constant) {
+    if constexpr (is_control_node<N>) {
+      // What its sub-graphs capture is known only once they ran.
+      return for_backward_;
+    } else if constexpr (!std::is_floating_point_v<value_of_t<N>> || node_traits<N>::is_constant) {
       return false;
     } else if constexpr (node_traits<N>::is_input) {
       return std::get<node_traits<N>::index>(inputs_).requires_grad();
@@ -294,6 +315,10 @@ class executor final : public graph_run {
   key_map<any_tensor> gradients_;
   key_map<any_tensor> captured_;
   key_map<bool> needs_gradient_;
+  // Control-flow constructs: their outputs, and their outputs' gradients
+  // until the construct's backward step.
+  key_map<std::vector<any_tensor>> control_outputs_;
+  key_map<std::vector<std::optional<any_tensor>>> control_seeds_;
   std::vector<step> steps_;
   run_counters counters_;
   const void* destination_key_ = nullptr;

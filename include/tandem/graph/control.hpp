@@ -1,0 +1,107 @@
+#pragma once
+// How control flow (cond, fori_loop, while_loop) sits in a static graph. A
+// construct is one node, whose function holds its sub-graphs (traced once,
+// graph/subgraph.hpp) and decides at run time which of them runs and how
+// often; its outputs are one node each, reading the construct's results.
+// The construct's own value is a placeholder: the executor keeps its
+// outputs aside (graph/execute/control.hpp) and, for a backward, the
+// gradients of the outputs until the construct's step sends them through
+// the sub-graphs' runs in reverse.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tandem/core/creation.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/detail/unique_function.hpp"
+#include "tandem/graph/subgraph.hpp"
+#include "tandem/graph/trace.hpp"
+
+namespace tandem::detail {
+
+// The function of a construct's node: `Impl::run(operands, for_backward)`
+// gives a control_run.
+template <class Impl>
+struct control_flow {
+  Impl impl;
+};
+template <class Impl>
+inline constexpr bool is_control_flow<control_flow<Impl>> = true;
+
+// The function of a construct's K-th output node.
+template <std::size_t K>
+struct control_output {
+  static constexpr std::size_t index = K;
+};
+template <std::size_t K>
+inline constexpr bool is_control_output<control_output<K>> = true;
+
+// A node of the construct `impl` on `operands`, and its outputs, of element
+// types Out..., as symbolic values.
+template <class... Out, class Impl, class... N>
+auto make_control(const char* name, Impl impl, const sym<N>&... operands) {
+  using construct = apply_node<control_flow<Impl>, bool, N...>;
+  sym<construct> node = make_sym<construct>(control_flow<Impl>{std::move(impl)}, name, make_operands(operands...));
+  return [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return std::tuple{make_sym<apply_node<control_output<K>, Out, construct>>(control_output<K>{}, name,
+                                                                                make_operands(node))...};
+  }(std::index_sequence_for<Out...>{});
+}
+
+// A tensor standing for `t` in a run that may be differentiated: a fresh
+// leaf that requires a gradient where its type can have one.
+inline any_tensor differentiable_leaf(const any_tensor& t) {
+  return std::visit(
+      [](const auto& x) {
+        using T = typename std::decay_t<decltype(x)>::value_type;
+        auto leaf = x.detach();
+        if constexpr (std::is_floating_point_v<T>) leaf.set_requires_grad(true);
+        return any_tensor(leaf);
+      },
+      t);
+}
+
+inline const shape& shape_of(const any_tensor& t) {
+  return std::visit([](const auto& x) -> const shape& { return x.shape(); }, t);
+}
+
+// A predicate (of cond, of while_loop) or a loop bound: one value.
+inline void require_scalar_predicate(const char* construct, const shape& s) {
+  std::int64_t count = 1;
+  for (std::int64_t extent : s) count *= extent;
+  if (count != 1)
+    throw shape_error(std::string("tandem::") + construct + ": the predicate must hold one value, but has shape " +
+                      to_string(s));
+}
+
+// One output or a tuple of them, as the construct's function returned.
+template <class Tuple>
+auto single_or_tuple(Tuple&& t) {
+  if constexpr (std::tuple_size_v<std::decay_t<Tuple>> == 1) return std::get<0>(std::forward<Tuple>(t));
+  else return std::forward<Tuple>(t);
+}
+
+// A function's result as a tuple: its one tensor, or its tuple.
+template <class R>
+auto as_tuple(R&& r) {
+  if constexpr (is_tensor_v<std::decay_t<R>>) return std::tuple{std::forward<R>(r)};
+  else return std::forward<R>(r);
+}
+
+// The element types of what a function returns on operands X..., whether it
+// returns one value or a tuple of them.
+template <class R>
+struct result_types {
+  using type = std::tuple<typename R::value_type>;
+};
+template <class... R>
+struct result_types<std::tuple<R...>> {
+  using type = std::tuple<typename R::value_type...>;
+};
+
+}  // namespace tandem::detail

@@ -1,0 +1,134 @@
+#pragma once
+// A sub-graph: a branch of cond or the body of a loop. Its function is
+// traced once, on symbolic inputs, when the graph holding it is traced; each
+// run (each iteration of a loop) executes that traced graph with the
+// executor, fused as any static graph, without tracing again. A run that
+// may be differentiated keeps its executor, whose backward turns the
+// gradients of the sub-graph's outputs into those of its inputs and of the
+// tensors it captured (a module's parameters).
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "tandem/core/error.hpp"
+#include "tandem/graph/execute.hpp"
+#include "tandem/graph/sharing.hpp"
+#include "tandem/graph/structure.hpp"
+
+namespace tandem::detail {
+
+// One run of a sub-graph, whatever its type.
+class subgraph_run {
+ public:
+  virtual ~subgraph_run() = default;
+  const std::vector<any_tensor>& outputs() const { return outputs_; }
+  // The tensors the sub-graph captured, by key.
+  virtual void captured(keyed_gradients& into) const = 0;
+  // From the gradients of the outputs (none where none came), the gradients
+  // of the inputs by position; those of captured tensors go to `captured`.
+  virtual std::vector<std::optional<any_tensor>> backward(const std::vector<std::optional<any_tensor>>& seeds,
+                                                          keyed_gradients& captured) = 0;
+
+ protected:
+  std::vector<any_tensor> outputs_;
+};
+
+template <class Root, class... T>
+class typed_subgraph_run final : public subgraph_run {
+  using inputs_type = std::tuple<const tensor<T>&...>;
+
+ public:
+  typed_subgraph_run(const Root& root, std::tuple<tensor<T>...> inputs, bool for_backward)
+      : inputs_(std::move(inputs)),
+        references_(std::apply([](const auto&... t) { return inputs_type(t...); }, inputs_)),
+        executor_(references_, for_backward) {
+    apply_operands(
+        [&](const auto&... out) {
+          (outputs_.push_back(any_tensor(executor_.value(out))), ...);
+          (keys_.push_back(key_of(out)), ...);
+        },
+        root.children);
+  }
+
+  void captured(keyed_gradients& into) const override {
+    executor_.captured().for_each([&](const void* key, const any_tensor& value) { into.emplace_back(key, value); });
+  }
+
+  std::vector<std::optional<any_tensor>> backward(const std::vector<std::optional<any_tensor>>& seeds,
+                                                  keyed_gradients& captured) override {
+    std::vector<std::pair<const void*, any_tensor>> keyed;
+    for (std::size_t k = 0; k < seeds.size(); ++k)
+      if (seeds[k]) keyed.emplace_back(keys_[k], *seeds[k]);
+    executor_.backward(std::move(keyed));
+    std::vector<std::optional<any_tensor>> inputs;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (inputs.push_back(found(key_of(sym<input_node<I, T>>{}))), ...);
+    }(std::index_sequence_for<T...>{});
+    executor_.captured().for_each([&](const void* key, const any_tensor&) {
+      if (auto g = found(key)) captured.emplace_back(key, std::move(*g));
+    });
+    return inputs;
+  }
+
+ private:
+  std::optional<any_tensor> found(const void* key) const {
+    if (const any_tensor* g = executor_.gradient(key)) return *g;
+    return std::nullopt;
+  }
+
+  std::tuple<tensor<T>...> inputs_;
+  inputs_type references_;
+  executor<Root, inputs_type> executor_;
+  std::vector<const void*> keys_;
+};
+
+// f traced on symbolic inputs of element types T...
+template <class... T, class F>
+auto trace_on_inputs(const F& f) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return outputs_root(f(sym<input_node<I, T>>{}...));
+  }(std::index_sequence_for<T...>{});
+}
+
+// A function traced once on inputs of element types T...: its graph, and
+// runs of it on tensors.
+template <class F, class... T>
+class subgraph {
+ public:
+  using root_type = decltype(trace_on_inputs<T...>(std::declval<const F&>()));
+
+  subgraph(const char* construct, const F& f)
+      : root_(trace_on_inputs<T...>(f)), fits_(sharing_check<root_type>(root_).fits()) {
+    if (!fits_)
+      throw error(std::string("tandem::") + construct +
+                  ": a branch or loop body reads two different scalars through nodes of one type (as `x * 2 + "
+                  "x * 3` does), which its static graph cannot hold; write them as one value or pass them as tensors");
+  }
+
+  const root_type& root() const { return root_; }
+
+  // The element types of the outputs.
+  using output_types = decltype(apply_operands([](const auto&... out) {
+    return std::tuple<typename std::decay_t<decltype(out)>::value_type...>{};
+  }, std::declval<const root_type&>().children));
+
+  // Runs the graph on `inputs` (tensors of the types T..., in order).
+  std::unique_ptr<subgraph_run> run(const std::vector<any_tensor>& inputs, bool for_backward) const {
+    auto typed = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::tuple<tensor<T>...>(std::get<tensor<T>>(inputs[I])...);
+    }(std::index_sequence_for<T...>{});
+    return std::unique_ptr<subgraph_run>(
+        static_cast<subgraph_run*>(new typed_subgraph_run<root_type, T...>(root_, std::move(typed), for_backward)));
+  }
+
+ private:
+  root_type root_;
+  bool fits_;
+};
+
+}  // namespace tandem::detail
