@@ -20,6 +20,7 @@
 #include "tandem/graph/mode.hpp"
 #include "tandem/graph/ops.hpp"
 #include "tandem/graph/repeat.hpp"
+#include "tandem/graph/scan.hpp"
 #include "tandem/graph/static_graph.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 #include "tandem/nn/activation.hpp"

@@ -143,3 +143,102 @@ TEST_CASE("while_loop: a Newton iteration stops on its tolerance, and refuses gr
   no_grad plain;
   check_values(jit(newton)(leaf, x0), want, "static, under no_grad", 1e-12, 1e-12);
 }
+
+TEST_CASE("switch_case runs the branch its index picks, and refuses an index out of range") {
+  tensor<double> x = tensor<double>{0.5, -0.25, 1.5};
+  auto pick = [](const auto& index, const auto& a) {
+    return switch_case(index,
+                       std::tuple{[](const auto& u) { return u + 1.0; }, [](const auto& u) { return exp(u); },
+                                  [](const auto& u) { return u * u * 3.0; }},
+                       a);
+  };
+  auto graph = jit(pick);
+  std::vector<tensor<double>> want{x + 1.0, exp(x), x * x * 3.0};
+  for (std::int64_t k = 0; k < 3; ++k) {
+    check_values(pick(full<std::int64_t>({}, k), x), want[k], "eager, branch " + std::to_string(k), 1e-15, 1e-15);
+    check_values(graph(full<std::int64_t>({}, k), x), want[k], "static, branch " + std::to_string(k), 1e-15, 1e-15);
+    check_gradients([&](inputs v) { return graph(full<std::int64_t>({}, k), v[0]); }, {x},
+                    "static gradient, branch " + std::to_string(k));
+  }
+  CHECK_THROWS_WITH_AS(graph(full<std::int64_t>({}, 3), x),
+                       doctest::Contains("tandem::switch_case: the index 3 picks none of the 3 branches"), value_error);
+  CHECK_THROWS_WITH_AS(pick(full<std::int32_t>({}, -1), x),
+                       doctest::Contains("tandem::switch_case: the index -1 picks none of the 3 branches"),
+                       value_error);
+}
+
+namespace {
+
+// An RNN cell over a sequence: h' = tanh(x_t W + h U), y_t = 2 h'.
+template <class W>
+auto rnn(const W& w, const W& u) {
+  return [w, u](const auto& h0, const auto& xs) {
+    return scan(
+        [w, u](const auto& h, const auto& x) {
+          auto next = tanh(matmul(x, w) + matmul(h, u));
+          return std::tuple{next, next * 2.0};
+        },
+        h0, xs);
+  };
+}
+
+std::tuple<tensor<double>, tensor<double>> rnn_unrolled(const tensor<double>& w, const tensor<double>& u,
+                                                        const tensor<double>& h0, const tensor<double>& xs) {
+  tensor<double> h = h0;
+  std::vector<tensor<double>> ys;
+  for (std::int64_t t = 0; t < xs.shape()[0]; ++t) {
+    h = tanh(matmul(xs.take(0, t, 1).squeeze(0), w) + matmul(h, u));
+    ys.push_back(h * 2.0);
+  }
+  return {h, stack(ys)};
+}
+
+}  // namespace
+
+TEST_CASE("scan over a sequence: an RNN's final state and outputs, eagerly and in a static graph") {
+  generator gen(11);
+  tensor<double> w = uniform<double>({3, 4}, -0.8, 0.8, gen), u = uniform<double>({4, 4}, -0.8, 0.8, gen);
+  tensor<double> h0 = uniform<double>({2, 4}, -1, 1, gen), xs = uniform<double>({5, 2, 3}, -1, 1, gen);
+  auto [want_h, want_ys] = rnn_unrolled(w, u, h0, xs);
+  auto [h, ys] = rnn(w, u)(h0, xs);
+  check_values(h, want_h, "eager, final state", 1e-14, 1e-14);
+  check_values(ys, want_ys, "eager, outputs", 1e-14, 1e-14);
+  auto [sh, sys] = jit(rnn(w, u))(h0, xs);
+  check_values(sh, want_h, "static, final state", 1e-14, 1e-14);
+  check_values(sys, want_ys, "static, outputs", 1e-14, 1e-14);
+
+  // Two carries, and no steps.
+  auto sums = [](const auto& a, const auto& b, const auto& xs_) {
+    return scan([](const auto& s, const auto& p, const auto& x) { return std::tuple{s + x, p * x, s * 1.0}; },
+                std::tuple{a, b}, xs_);
+  };
+  tensor<double> zero = zeros<double>({2}), one = ones<double>({2}), rows = uniform<double>({5, 2}, 0.5, 1.5, gen);
+  auto [s, p, running] = jit(sums)(zero, one, rows);
+  check_values(s, sum(rows, 0), "static, a running sum", 1e-14, 1e-14);
+  check_values(p, prod(rows, 0), "static, a running product", 1e-14, 1e-14);
+  check_values(running.take(0, 4, 1).squeeze(0), sum(rows.take(0, 0, 4), 0), "static, the sum before the last step",
+               1e-14, 1e-14);
+  CHECK_THROWS_WITH_AS(jit(sums)(zero, one, zeros<double>({0, 2})),
+                       doctest::Contains("tandem::scan: xs of shape [0, 2] has no steps"), shape_error);
+}
+
+TEST_CASE("gradients through scan reach the carry, the sequence and the cell's weights") {
+  generator gen(12);
+  tensor<double> w = uniform<double>({3, 4}, -0.8, 0.8, gen), u = uniform<double>({4, 4}, -0.8, 0.8, gen);
+  tensor<double> h0 = uniform<double>({2, 4}, -1, 1, gen), xs = uniform<double>({4, 2, 3}, -1, 1, gen);
+  auto both = [](const auto& out) { return std::get<0>(out) * 0.5 + sum(std::get<1>(out), 0); };
+  check_gradients([&](inputs v) { return both(rnn(v[0], v[1])(v[2], v[3])); }, {w, u, h0, xs}, "eager");
+  check_gradients([&](inputs v) { return both(jit(rnn(v[0], v[1]))(v[2], v[3])); }, {w, u, h0, xs}, "static");
+
+  // The weights' .grad through one static graph equals the unrolled loop's.
+  tensor<double> sw = w.detach(), su = u.detach();
+  sw.set_requires_grad(true);
+  su.set_requires_grad(true);
+  sum(both(jit(rnn(sw, su))(h0, xs))).backward();
+  tensor<double> ew = w.detach(), eu = u.detach();
+  ew.set_requires_grad(true);
+  eu.set_requires_grad(true);
+  sum(both(rnn_unrolled(ew, eu, h0, xs))).backward();
+  check_values(sw.grad(), ew.grad(), "dW, static against unrolled", 1e-12, 1e-12);
+  check_values(su.grad(), eu.grad(), "dU, static against unrolled", 1e-12, 1e-12);
+}

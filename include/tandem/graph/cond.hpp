@@ -1,16 +1,22 @@
 #pragma once
 // cond(pred, then_fn, else_fn, x...): then_fn(x...) where the boolean
-// scalar pred holds, else_fn(x...): MindSpore graph mode's `if` on a tensor,
-// JAX's lax.cond. Inside a static graph both branches are static graphs of
-// their own, traced once with the graph; only the taken one runs, and
-// gradients flow through it. On tensors (and with jit disabled) the taken
-// branch runs as a static graph called eagerly, with the same results.
+// scalar pred holds, else_fn(x...) where not: MindSpore graph mode's `if` on
+// a tensor, JAX's lax.cond. switch_case(index, std::tuple{fn...}, x...):
+// the index-th function of the tuple on x..., for an int32 or int64 scalar
+// index (JAX's lax.switch; an index out of range throws). Inside a static
+// graph every branch is a static graph of its own, traced once with the
+// graph; only the taken one runs, and gradients flow through it. On tensors
+// (and with jit disabled) the taken branch runs as a static graph called
+// eagerly, with the same results.
 //
 // The branches must return the same number of values, of the same element
 // types (checked at compile time) and of the same shapes (checked at run
-// time: the first call with each signature of operands runs the branch not
-// taken as well, without gradients, and compares).
+// time: the first call with each signature of operands runs the branches
+// not taken as well, without gradients, and compares).
 
+#include <array>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -25,12 +31,6 @@
 namespace tandem {
 namespace detail {
 
-template <class X>
-using operand_value_t = typename X::value_type;
-
-template <class F, class... T>
-using traced_result_types = typename subgraph<F, T...>::output_types;
-
 // The signature of a construct's operands, as the plan cache keys calls.
 inline signature signature_of_operands(const std::vector<any_tensor>& operands) {
   signature s;
@@ -38,35 +38,74 @@ inline signature signature_of_operands(const std::vector<any_tensor>& operands) 
   return s;
 }
 
-// Compares the outputs of the two branches, shape by shape.
-inline void require_same_shapes(const char* construct, const std::vector<any_tensor>& taken,
-                                const std::vector<any_tensor>& other, bool then_taken) {
+// Which branch a predicate or an index picks, of `count`.
+inline std::size_t branch_index(const char* construct, const any_tensor& selector, std::size_t count) {
+  return std::visit(
+      [&](const auto& x) -> std::size_t {
+        using T = typename std::decay_t<decltype(x)>::value_type;
+        require_scalar_predicate(construct, x.shape());
+        if constexpr (std::is_same_v<T, bool>) {
+          return x.item() ? 0 : 1;
+        } else if constexpr (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>) {
+          const std::int64_t index = x.item();
+          if (index < 0 || index >= static_cast<std::int64_t>(count))
+            throw value_error(std::string("tandem::") + construct + ": the index " + std::to_string(index) +
+                              " picks none of the " + std::to_string(count) + " branches");
+          return static_cast<std::size_t>(index);
+        } else {
+          throw error(std::string("tandem::") + construct + ": the index must be an int32 or int64 scalar");
+        }
+      },
+      selector);
+}
+
+// Compares the outputs of two branches, shape by shape.
+inline void require_same_shapes(const char* construct, const std::vector<any_tensor>& taken, std::size_t taken_index,
+                                const std::vector<any_tensor>& other, std::size_t other_index, bool boolean) {
+  auto branch = [&](std::size_t k) {
+    if (boolean) return std::string(k == 0 ? "the true branch" : "the false branch");
+    return "branch " + std::to_string(k);
+  };
   for (std::size_t k = 0; k < taken.size(); ++k) {
     const shape& a = shape_of(taken[k]);
     const shape& b = shape_of(other[k]);
     if (a != b)
       throw shape_error(std::string("tandem::") + construct + ": the branches return different shapes for output " +
-                        std::to_string(k) + ": " + to_string(then_taken ? a : b) + " from the true branch, " +
-                        to_string(then_taken ? b : a) + " from the false branch");
+                        std::to_string(k) + ": " + to_string(a) + " from " + branch(taken_index) + ", " +
+                        to_string(b) + " from " + branch(other_index));
   }
 }
 
-template <class Then, class Else, class... T>
-struct cond_construct {
-  subgraph<Then, T...> then_graph;
-  subgraph<Else, T...> else_graph;
+// Whether no call of the construct `Tag` (a program point and its operand
+// types) had operands of this signature before.
+template <class Tag>
+bool first_call_with(const signature& s) {
+  static plan_cache checked;
+  if (checked.known(s)) return false;
+  checked.insert(s);
+  return true;
+}
 
+template <class Branches, class... T>
+struct branch_construct;
+
+template <class... F, class... T>
+struct branch_construct<std::tuple<F...>, T...> {
+  const char* name;
+  std::tuple<subgraph<F, T...>...> branches;
+
+  // operands: the predicate or index, then the branches' operands.
   control_run run(const std::vector<any_tensor>& operands, bool for_backward) const {
-    const tensor<bool>& pred = std::get<tensor<bool>>(operands[0]);
-    require_scalar_predicate("cond", pred.shape());
+    const bool boolean = std::holds_alternative<tensor<bool>>(operands[0]);
+    const std::size_t taken = branch_index(name, operands[0], sizeof...(F));
     std::vector<any_tensor> inputs(operands.begin() + 1, operands.end());
-    const bool taken = pred.item();
-    std::shared_ptr<subgraph_run> branch =
-        taken ? then_graph.run(inputs, for_backward) : else_graph.run(inputs, for_backward);
-    if (first_call_with(signature_of_operands(inputs))) {
+    std::shared_ptr<subgraph_run> branch = run_branch(taken, inputs, for_backward);
+    if (first_call_with<branch_construct>(signature_of_operands(inputs))) {
       no_grad plain;
-      auto other = taken ? else_graph.run(inputs, false) : then_graph.run(inputs, false);
-      require_same_shapes("cond", branch->outputs(), other->outputs(), taken);
+      for (std::size_t other = 0; other < sizeof...(F); ++other)
+        if (other != taken)
+          require_same_shapes(name, branch->outputs(), taken, run_branch(other, inputs, false)->outputs(), other,
+                              boolean);
     }
     control_run result{branch->outputs(), {}, std::nullopt};
     branch->captured(result.captured);
@@ -79,61 +118,101 @@ struct cond_construct {
     return result;
   }
 
-  // Whether no call of this cond (this program point and operand types) had
-  // these operand shapes before.
-  static bool first_call_with(const signature& s) {
-    static plan_cache checked;
-    if (checked.known(s)) return false;
-    checked.insert(s);
-    return true;
+  std::unique_ptr<subgraph_run> run_branch(std::size_t index, const std::vector<any_tensor>& inputs,
+                                           bool for_backward) const {
+    std::unique_ptr<subgraph_run> run;
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      ((K == index ? (run = std::get<K>(branches).run(inputs, for_backward), 0) : 0), ...);
+    }(std::index_sequence_for<F...>{});
+    return run;
   }
 };
 
-template <class Then, class Else, class... X>
-constexpr void check_branches() {
-  using then_types = traced_result_types<Then, operand_value_t<X>...>;
-  using else_types = traced_result_types<Else, operand_value_t<X>...>;
-  static_assert(std::tuple_size_v<then_types> == std::tuple_size_v<else_types>,
-                "tandem::cond: the two branches must return the same number of values");
-  static_assert(std::is_same_v<then_types, else_types>,
-                "tandem::cond: the two branches must return values of the same element types");
+template <class F, class... X>
+using branch_outputs = typename subgraph<F, typename X::value_type...>::output_types;
+
+// The branches on tensors: the taken one as a static graph, and, on the
+// first call with these operands' shapes, the others to compare with.
+template <class Tag, class... F, class... X>
+auto run_branches_eagerly(const char* name, std::size_t taken, bool boolean, const std::tuple<F...>& fns,
+                          const X&... x) {
+  auto call = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+    return as_tuple(jit(std::get<K>(fns))(x...));
+  };
+  using result_type = decltype(call(std::integral_constant<std::size_t, 0>{}));
+  auto collect = [&](std::size_t index) {
+    std::vector<any_tensor> values;
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      ((K == index ? (std::apply([&](const auto&... t) { (values.push_back(any_tensor(t)), ...); },
+                                 call(std::integral_constant<std::size_t, K>{})),
+                      0)
+                   : 0),
+       ...);
+    }(std::index_sequence_for<F...>{});
+    return values;
+  };
+  std::optional<result_type> result;
+  [&]<std::size_t... K>(std::index_sequence<K...>) {
+    ((K == taken ? (result.emplace(call(std::integral_constant<std::size_t, K>{})), 0) : 0), ...);
+  }(std::index_sequence_for<F...>{});
+  if (first_call_with<Tag>(signature_of(x...))) {
+    no_grad plain;
+    std::vector<any_tensor> values;
+    std::apply([&](const auto&... t) { (values.push_back(any_tensor(t)), ...); }, *result);
+    for (std::size_t other = 0; other < sizeof...(F); ++other)
+      if (other != taken) require_same_shapes(name, values, taken, collect(other), other, boolean);
+  }
+  return single_or_tuple(std::move(*result));
+}
+
+template <class S, class... F, class... X>
+auto branch_on(const char* name, const S& selector, const std::tuple<F...>& fns, const X&... x) {
+  static_assert(is_tensor_v<S> || is_symbolic_v<S>,
+                "tandem::cond: the predicate (switch_case: the index) must be a tensor or a value of the static "
+                "graph being traced");
+  static_assert(((is_tensor_v<X> || is_symbolic_v<X>) && ...),
+                "tandem::cond: every operand must be a tensor or a value of the static graph being traced");
+  using first = std::tuple_element_t<0, std::tuple<F...>>;
+  using outputs = branch_outputs<first, X...>;
+  static_assert(((std::tuple_size_v<branch_outputs<F, X...>> == std::tuple_size_v<outputs>) && ...),
+                "tandem::cond: the branches must return the same number of values");
+  static_assert((std::is_same_v<branch_outputs<F, X...>, outputs> && ...),
+                "tandem::cond: the branches must return values of the same element types");
+  using construct = branch_construct<std::tuple<F...>, typename X::value_type...>;
+  constexpr bool boolean = std::is_same_v<typename S::value_type, bool>;
+  if constexpr (any_symbolic<S, X...>) {
+    construct c{name, std::apply(
+                          [&](const F&... f) {
+                            return std::tuple<subgraph<F, typename X::value_type...>...>(
+                                subgraph<F, typename X::value_type...>(name, f)...);
+                          },
+                          fns)};
+    return single_or_tuple(std::apply(
+        [&]<class... Out>(Out...) {
+          return make_control<Out...>(name, std::move(c), as_symbol<void>(selector), as_symbol<void>(x)...);
+        },
+        outputs{}));
+  } else {
+    const std::size_t taken = branch_index(name, any_tensor(selector), sizeof...(F));
+    return run_branches_eagerly<construct>(name, taken, boolean, fns, x...);
+  }
 }
 
 }  // namespace detail
 
 template <class P, class Then, class Else, class... X>
 auto cond(const P& pred, Then then_fn, Else else_fn, const X&... x) {
-  static_assert(is_tensor_v<P> || is_symbolic_v<P>,
-                "tandem::cond: the predicate must be a bool tensor or a bool value of the static graph being traced");
-  static_assert(((is_tensor_v<X> || is_symbolic_v<X>) && ...),
-                "tandem::cond: every operand must be a tensor or a value of the static graph being traced");
   static_assert(std::is_same_v<typename P::value_type, bool>, "tandem::cond: the predicate must be a bool scalar");
-  detail::check_branches<Then, Else, X...>();
-  using construct = detail::cond_construct<Then, Else, typename X::value_type...>;
-  using outputs = detail::traced_result_types<Then, typename X::value_type...>;
-  if constexpr (detail::any_symbolic<P, X...>) {
-    construct c{detail::subgraph<Then, typename X::value_type...>("cond", then_fn),
-                detail::subgraph<Else, typename X::value_type...>("cond", else_fn)};
-    return detail::single_or_tuple(std::apply(
-        [&]<class... Out>(Out...) {
-          return detail::make_control<Out...>("cond", std::move(c), detail::as_symbol<void>(pred),
-                                              detail::as_symbol<void>(x)...);
-        },
-        outputs{}));
-  } else {
-    detail::require_scalar_predicate("cond", pred.shape());
-    const bool taken = pred.item();
-    auto result = taken ? detail::as_tuple(jit(then_fn)(x...)) : detail::as_tuple(jit(else_fn)(x...));
-    if (construct::first_call_with(detail::signature_of(x...))) {
-      no_grad plain;
-      auto other = taken ? detail::as_tuple(jit(else_fn)(x...)) : detail::as_tuple(jit(then_fn)(x...));
-      std::vector<detail::any_tensor> a, b;
-      std::apply([&](const auto&... t) { (a.push_back(detail::any_tensor(t)), ...); }, result);
-      std::apply([&](const auto&... t) { (b.push_back(detail::any_tensor(t)), ...); }, other);
-      detail::require_same_shapes("cond", a, b, taken);
-    }
-    return detail::single_or_tuple(std::move(result));
-  }
+  return detail::branch_on("cond", pred, std::tuple<Then, Else>(std::move(then_fn), std::move(else_fn)), x...);
+}
+
+template <class I, class... F, class... X>
+auto switch_case(const I& index, std::tuple<F...> branches, const X&... x) {
+  static_assert(sizeof...(F) > 0, "tandem::switch_case: needs at least one branch");
+  static_assert(std::is_same_v<typename I::value_type, std::int32_t> ||
+                    std::is_same_v<typename I::value_type, std::int64_t>,
+                "tandem::switch_case: the index must be an int32 or int64 scalar");
+  return detail::branch_on("switch_case", index, branches, x...);
 }
 
 }  // namespace tandem

@@ -1,0 +1,183 @@
+#pragma once
+// scan(fn, carry, xs): a loop over the leading axis of xs that threads a
+// carry and stacks an output per step, as JAX's lax.scan; an RNN over a
+// sequence is one. fn(c..., x) returns std::tuple{c'..., y}, where c... is
+// the carry (one tensor, or a std::tuple of them) and x is xs[t]; scan
+// returns std::tuple{c_final..., ys}, ys the y of every step stacked along a
+// new leading axis.
+//
+// Inside a static graph fn is a static graph of its own, traced once with
+// the graph and run fused on every step, never traced again. Gradients flow
+// to the carry, to xs and to the tensors fn captures (a cell's weights):
+// each step's run is kept (its residuals: memory grows with the sequence)
+// and the backward runs the steps' fused backwards in reverse. On tensors
+// (and with jit disabled) fn runs as a static graph called eagerly, with the
+// same results.
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tandem/core/creation.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/graph/control.hpp"
+#include "tandem/graph/loop.hpp"
+#include "tandem/graph/ops.hpp"
+#include "tandem/graph/static_graph.hpp"
+#include "tandem/ops/shape.hpp"
+
+namespace tandem {
+namespace detail {
+
+// The number of steps of a scan over xs: its leading extent.
+inline std::int64_t scan_length(const shape& xs) {
+  if (xs.empty()) throw shape_error("tandem::scan: xs must have a leading axis to scan over, but is a scalar");
+  if (xs[0] == 0)
+    throw shape_error("tandem::scan: xs of shape " + to_string(xs) +
+                      " has no steps, so the shape of the stacked outputs is unknown");
+  return xs[0];
+}
+
+template <class T>
+tensor<T> step_of(const tensor<T>& xs, std::int64_t t) {
+  return xs.take(0, t, 1).squeeze(0);
+}
+
+template <class Fn, class X, class Y, class... C>
+struct scan_construct {
+  subgraph<Fn, C..., X> step;
+
+  static constexpr std::size_t carries = sizeof...(C);
+
+  // operands: the carry, then xs.
+  control_run run(const std::vector<any_tensor>& operands, bool for_backward) const {
+    const tensor<X>& xs = std::get<tensor<X>>(operands.back());
+    const std::int64_t length = scan_length(xs.shape());
+    std::vector<any_tensor> carry(operands.begin(), operands.end() - 1);
+    std::vector<tensor<Y>> ys;
+    std::vector<std::shared_ptr<subgraph_run>> steps;
+    control_run result{{}, {}, std::nullopt};
+    for (std::int64_t t = 0; t < length; ++t) {
+      std::vector<any_tensor> inputs;
+      for (const any_tensor& c : carry) inputs.push_back(for_backward ? differentiable_leaf(c) : c);
+      any_tensor x(step_of(xs, t));
+      inputs.push_back(for_backward ? differentiable_leaf(x) : x);
+      std::shared_ptr<subgraph_run> run = step.run(inputs, for_backward);
+      std::vector<any_tensor> next(run->outputs().begin(), run->outputs().begin() + carries);
+      require_state_shapes("scan", carry, next);
+      const tensor<Y>& y = std::get<tensor<Y>>(run->outputs().back());
+      if (!ys.empty() && y.shape() != ys.front().shape())
+        throw shape_error("tandem::scan: the step's output changed shape from " + to_string(ys.front().shape()) +
+                          " to " + to_string(y.shape()) + " at step " + std::to_string(t));
+      ys.push_back(y);
+      carry = std::move(next);
+      if (t == 0) run->captured(result.captured);
+      if (for_backward) steps.push_back(std::move(run));
+    }
+    result.outputs = carry;
+    result.outputs.push_back(any_tensor(stack(ys)));
+    if (for_backward)
+      result.backward = [steps = std::move(steps), xs_shape = xs.shape()](
+                            const std::vector<std::optional<any_tensor>>& seeds, keyed_gradients& captured) {
+        std::vector<std::optional<any_tensor>> carry_gradients(seeds.begin(), seeds.begin() + carries);
+        const std::optional<any_tensor>& ys_gradient = seeds.back();
+        std::vector<std::optional<tensor<X>>> x_gradients(steps.size());
+        bool any_x = false;
+        for (std::size_t t = steps.size(); t-- > 0;) {
+          std::vector<std::optional<any_tensor>> step_seeds = carry_gradients;
+          if (ys_gradient)
+            step_seeds.push_back(any_tensor(step_of(std::get<tensor<Y>>(*ys_gradient), static_cast<std::int64_t>(t))));
+          else
+            step_seeds.push_back(std::nullopt);
+          std::vector<std::optional<any_tensor>> inputs = steps[t]->backward(step_seeds, captured);
+          carry_gradients.assign(inputs.begin(), inputs.begin() + carries);
+          if (inputs.back()) {
+            x_gradients[t] = std::get<tensor<X>>(*inputs.back());
+            any_x = true;
+          }
+        }
+        std::vector<std::optional<any_tensor>> gradients = std::move(carry_gradients);
+        if (any_x) {
+          shape step_shape(xs_shape.begin() + 1, xs_shape.end());
+          std::vector<tensor<X>> rows;
+          for (auto& g : x_gradients) rows.push_back(g ? *g : zeros<X>(step_shape));
+          gradients.push_back(any_tensor(stack(rows)));
+        } else {
+          gradients.push_back(std::nullopt);
+        }
+        return gradients;
+      };
+    return result;
+  }
+};
+
+template <class C>
+auto carry_tuple(const C& c) {
+  if constexpr (is_tensor_v<C> || is_symbolic_v<C>) return std::tuple<const C&>(c);
+  else return std::apply([](const auto&... x) { return std::tuple<const std::decay_t<decltype(x)>&...>(x...); }, c);
+}
+
+template <class Tuple>
+struct value_types_of;
+template <class... C>
+struct value_types_of<std::tuple<C...>> {
+  using type = std::tuple<typename std::decay_t<C>::value_type...>;
+};
+
+}  // namespace detail
+
+template <class Fn, class Carry, class Xs>
+auto scan(Fn fn, const Carry& carry, const Xs& xs) {
+  static_assert(is_tensor_v<Xs> || is_symbolic_v<Xs>,
+                "tandem::scan: xs must be a tensor or a value of the static graph being traced");
+  auto carried = detail::carry_tuple(carry);
+  return std::apply(
+      [&]<class... C>(const C&... c) {
+        static_assert(((is_tensor_v<C> || is_symbolic_v<C>) && ...),
+                      "tandem::scan: the carry must be a tensor, a value of the static graph being traced, or a "
+                      "std::tuple of them");
+        using X = typename Xs::value_type;
+        using outputs = typename detail::subgraph<Fn, typename C::value_type..., X>::output_types;
+        static_assert(std::tuple_size_v<outputs> == sizeof...(C) + 1,
+                      "tandem::scan: the step must return std::tuple{carry..., y}: the new carry and the step's "
+                      "output");
+        using Y = std::tuple_element_t<sizeof...(C), outputs>;
+        static_assert(std::is_same_v<outputs, std::tuple<typename C::value_type..., Y>>,
+                      "tandem::scan: the step must return a carry of the element types it is given");
+        if constexpr (detail::any_symbolic<C..., Xs>) {
+          detail::scan_construct<Fn, X, Y, typename C::value_type...> construct{
+              detail::subgraph<Fn, typename C::value_type..., X>("scan", fn)};
+          return detail::make_control<typename C::value_type..., Y>("scan", std::move(construct),
+                                                                     detail::as_operand(c)..., detail::as_operand(xs));
+        } else {
+          const std::int64_t length = detail::scan_length(xs.shape());
+          auto graph = jit(std::move(fn));
+          std::tuple<tensor<typename C::value_type>...> current{c...};
+          std::vector<tensor<Y>> ys;
+          for (std::int64_t t = 0; t < length; ++t) {
+            auto out = std::apply(
+                [&](const auto&... s) { return graph(s..., xs.take(0, t, 1).squeeze(0)); }, current);
+            auto next = [&]<std::size_t... K>(std::index_sequence<K...>) {
+              return std::tuple<tensor<typename C::value_type>...>{std::get<K>(out)...};
+            }(std::index_sequence_for<C...>{});
+            std::vector<detail::any_tensor> before, after;
+            std::apply([&](const auto&... s) { (before.push_back(detail::any_tensor(s)), ...); }, current);
+            std::apply([&](const auto&... s) { (after.push_back(detail::any_tensor(s)), ...); }, next);
+            detail::require_state_shapes("scan", before, after);
+            const tensor<Y>& y = std::get<sizeof...(C)>(out);
+            if (!ys.empty() && y.shape() != ys.front().shape())
+              throw shape_error("tandem::scan: the step's output changed shape from " + to_string(ys.front().shape()) +
+                                " to " + to_string(y.shape()) + " at step " + std::to_string(t));
+            ys.push_back(y);
+            current = std::move(next);
+          }
+          return std::tuple_cat(std::move(current), std::tuple{stack(ys)});
+        }
+      },
+      carried);
+}
+
+}  // namespace tandem
