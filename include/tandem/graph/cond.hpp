@@ -31,10 +31,11 @@
 namespace tandem {
 namespace detail {
 
-// The signature of a construct's operands, as the plan cache keys calls.
-inline signature signature_of_operands(const std::vector<any_tensor>& operands) {
+// The signature of a construct's operands from `first` on, as the plan
+// cache keys calls.
+inline signature signature_of_operands(const std::vector<any_tensor>& operands, std::size_t first) {
   signature s;
-  for (const any_tensor& t : operands) std::visit([&](const auto& x) { add_argument(s, x); }, t);
+  for (std::size_t k = first; k < operands.size(); ++k) std::visit([&](const auto& x) { add_argument(s, x); }, operands[k]);
   return s;
 }
 
@@ -93,36 +94,42 @@ template <class... F, class... T>
 struct branch_construct<std::tuple<F...>, T...> {
   const char* name;
   std::tuple<subgraph<F, T...>...> branches;
+  static constexpr bool reads_captured = (subgraph<F, T...>::reads_captured || ...);
 
   // operands: the predicate or index, then the branches' operands.
   control_run run(const std::vector<any_tensor>& operands, bool for_backward) const {
     const bool boolean = std::holds_alternative<tensor<bool>>(operands[0]);
     const std::size_t taken = branch_index(name, operands[0], sizeof...(F));
-    std::vector<any_tensor> inputs(operands.begin() + 1, operands.end());
-    std::shared_ptr<subgraph_run> branch = run_branch(taken, inputs, for_backward);
-    if (first_call_with<branch_construct>(signature_of_operands(inputs))) {
+    std::unique_ptr<subgraph_run> branch = run_branch(taken, operands, for_backward);
+    if (first_call_with<branch_construct>(signature_of_operands(operands, 1))) {
       no_grad plain;
       for (std::size_t other = 0; other < sizeof...(F); ++other)
         if (other != taken)
-          require_same_shapes(name, branch->outputs(), taken, run_branch(other, inputs, false)->outputs(), other,
+          require_same_shapes(name, branch->outputs(), taken, run_branch(other, operands, false)->outputs(), other,
                               boolean);
     }
-    control_run result{branch->outputs(), {}, std::nullopt};
+    control_run result{{}, {}, std::nullopt};
     branch->captured(result.captured);
-    if (for_backward)
-      result.backward = [branch](const std::vector<std::optional<any_tensor>>& seeds, keyed_gradients& captured) {
+    if (for_backward) {
+      result.outputs = branch->outputs();
+      result.backward = [branch = std::move(branch)](const std::vector<std::optional<any_tensor>>& seeds,
+                                                     keyed_gradients& captured) {
         std::vector<std::optional<any_tensor>> gradients{std::nullopt};
         for (auto& g : branch->backward(seeds, captured)) gradients.push_back(std::move(g));
         return gradients;
       };
+    } else {
+      result.outputs = branch->take_outputs();
+    }
     return result;
   }
 
-  std::unique_ptr<subgraph_run> run_branch(std::size_t index, const std::vector<any_tensor>& inputs,
+  // The branch `index` on the operands after the predicate.
+  std::unique_ptr<subgraph_run> run_branch(std::size_t index, const std::vector<any_tensor>& operands,
                                            bool for_backward) const {
     std::unique_ptr<subgraph_run> run;
     [&]<std::size_t... K>(std::index_sequence<K...>) {
-      ((K == index ? (run = std::get<K>(branches).run(inputs, for_backward), 0) : 0), ...);
+      ((K == index ? (run = std::get<K>(branches).run(operands, for_backward, 1), 0) : 0), ...);
     }(std::index_sequence_for<F...>{});
     return run;
   }

@@ -28,6 +28,7 @@ namespace tandem::detail {
 // gives a control_run.
 template <class Impl>
 struct control_flow {
+  using impl_type = Impl;
   Impl impl;
 };
 template <class Impl>
@@ -64,6 +65,26 @@ inline any_tensor differentiable_leaf(const any_tensor& t) {
         return any_tensor(leaf);
       },
       t);
+}
+
+// A tensor standing for `t` in a run that may be differentiated, requiring
+// a gradient where `wanted` and its type can have one.
+inline any_tensor leaf_for(const any_tensor& t, bool wanted) {
+  return wanted ? differentiable_leaf(t) : t;
+}
+
+inline bool requires_gradient(const any_tensor& t) {
+  return std::visit([](const auto& x) { return x.requires_grad(); }, t);
+}
+
+// Whether a gradient could reach the values a sub-graph computed from these
+// inputs and captured tensors.
+inline bool any_requires_gradient(const std::vector<any_tensor>& inputs, const keyed_gradients& captured) {
+  for (const any_tensor& t : inputs)
+    if (requires_gradient(t)) return true;
+  for (const auto& [key, t] : captured)
+    if (requires_gradient(t)) return true;
+  return false;
 }
 
 inline const shape& shape_of(const any_tensor& t) {

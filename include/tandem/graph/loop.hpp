@@ -58,29 +58,37 @@ inline std::int64_t loop_bound(const char* construct, const any_tensor& t) {
 template <class Body, class... T>
 struct fori_construct {
   subgraph<Body, std::int64_t, T...> body;
+  static constexpr bool reads_captured = subgraph<Body, std::int64_t, T...>::reads_captured;
 
   // operands: lo, hi, then the state.
   control_run run(const std::vector<any_tensor>& operands, bool for_backward) const {
     const std::int64_t lo = loop_bound("fori_loop", operands[0]), hi = loop_bound("fori_loop", operands[1]);
     std::vector<any_tensor> state(operands.begin() + 2, operands.end());
-    std::vector<std::shared_ptr<subgraph_run>> iterations;
+    std::vector<std::unique_ptr<subgraph_run>> iterations;
     control_run result{{}, {}, std::nullopt};
+    // Only a state a gradient can reach requires one: from the first
+    // iteration on which anything did.
+    bool state_needs = false;
     for (std::int64_t i = lo; i < hi; ++i) {
       std::vector<any_tensor> inputs{any_tensor(full<std::int64_t>({}, i))};
-      for (const any_tensor& s : state) inputs.push_back(for_backward ? differentiable_leaf(s) : s);
-      std::shared_ptr<subgraph_run> step = body.run(inputs, for_backward);
-      require_state_shapes("fori_loop", state, step->outputs());
-      state = step->outputs();
+      for (const any_tensor& s : state) inputs.push_back(i == lo ? s : leaf_for(s, for_backward && state_needs));
+      std::unique_ptr<subgraph_run> step = body.run(inputs, for_backward);
       if (i == lo) step->captured(result.captured);
+      state_needs = state_needs || any_requires_gradient(inputs, result.captured);
+      require_state_shapes("fori_loop", state, step->outputs());
+      state = for_backward ? step->outputs() : step->take_outputs();
       if (for_backward) iterations.push_back(std::move(step));
     }
     result.outputs = state;
     if (for_backward)
       result.backward = [iterations = std::move(iterations)](const std::vector<std::optional<any_tensor>>& seeds,
-                                                             keyed_gradients& captured) {
+                                                             keyed_gradients& captured) mutable {
         std::vector<std::optional<any_tensor>> state_gradients = seeds;
         for (std::size_t k = iterations.size(); k-- > 0;) {
           std::vector<std::optional<any_tensor>> inputs = iterations[k]->backward(state_gradients, captured);
+          // A graph's fused backward runs once: each iteration's residuals go
+          // as soon as it is done.
+          iterations[k].reset();
           state_gradients.assign(inputs.begin() + 1, inputs.end());
         }
         std::vector<std::optional<any_tensor>> gradients{std::nullopt, std::nullopt};
@@ -95,6 +103,8 @@ template <class Cond, class Body, class... T>
 struct while_construct {
   subgraph<Cond, T...> condition;
   subgraph<Body, T...> body;
+  static constexpr bool reads_captured =
+      subgraph<Cond, T...>::reads_captured || subgraph<Body, T...>::reads_captured;
 
   control_run run(const std::vector<any_tensor>& operands, bool for_backward) const {
     std::vector<any_tensor> state = operands;

@@ -49,6 +49,7 @@ tensor<T> step_of(const tensor<T>& xs, std::int64_t t) {
 template <class Fn, class X, class Y, class... C>
 struct scan_construct {
   subgraph<Fn, C..., X> step;
+  static constexpr bool reads_captured = subgraph<Fn, C..., X>::reads_captured;
 
   static constexpr std::size_t carries = sizeof...(C);
 
@@ -58,14 +59,18 @@ struct scan_construct {
     const std::int64_t length = scan_length(xs.shape());
     std::vector<any_tensor> carry(operands.begin(), operands.end() - 1);
     std::vector<tensor<Y>> ys;
-    std::vector<std::shared_ptr<subgraph_run>> steps;
+    std::vector<std::unique_ptr<subgraph_run>> steps;
     control_run result{{}, {}, std::nullopt};
+    // Only inputs a gradient can reach require one: the carry from the first
+    // step on which anything did, xs's steps where xs does.
+    bool carry_needs = false;
     for (std::int64_t t = 0; t < length; ++t) {
       std::vector<any_tensor> inputs;
-      for (const any_tensor& c : carry) inputs.push_back(for_backward ? differentiable_leaf(c) : c);
-      any_tensor x(step_of(xs, t));
-      inputs.push_back(for_backward ? differentiable_leaf(x) : x);
-      std::shared_ptr<subgraph_run> run = step.run(inputs, for_backward);
+      for (const any_tensor& c : carry) inputs.push_back(t == 0 ? c : leaf_for(c, for_backward && carry_needs));
+      inputs.push_back(leaf_for(any_tensor(step_of(xs, t)), for_backward && xs.requires_grad()));
+      std::unique_ptr<subgraph_run> run = step.run(inputs, for_backward);
+      if (t == 0) run->captured(result.captured);
+      carry_needs = carry_needs || any_requires_gradient(inputs, result.captured);
       std::vector<any_tensor> next(run->outputs().begin(), run->outputs().begin() + carries);
       require_state_shapes("scan", carry, next);
       const tensor<Y>& y = std::get<tensor<Y>>(run->outputs().back());
@@ -74,14 +79,13 @@ struct scan_construct {
                           " to " + to_string(y.shape()) + " at step " + std::to_string(t));
       ys.push_back(y);
       carry = std::move(next);
-      if (t == 0) run->captured(result.captured);
       if (for_backward) steps.push_back(std::move(run));
     }
     result.outputs = carry;
     result.outputs.push_back(any_tensor(stack(ys)));
     if (for_backward)
       result.backward = [steps = std::move(steps), xs_shape = xs.shape()](
-                            const std::vector<std::optional<any_tensor>>& seeds, keyed_gradients& captured) {
+                            const std::vector<std::optional<any_tensor>>& seeds, keyed_gradients& captured) mutable {
         std::vector<std::optional<any_tensor>> carry_gradients(seeds.begin(), seeds.begin() + carries);
         const std::optional<any_tensor>& ys_gradient = seeds.back();
         std::vector<std::optional<tensor<X>>> x_gradients(steps.size());
@@ -93,6 +97,9 @@ struct scan_construct {
           else
             step_seeds.push_back(std::nullopt);
           std::vector<std::optional<any_tensor>> inputs = steps[t]->backward(step_seeds, captured);
+          // A graph's fused backward runs once: each step's residuals go as
+          // soon as it is done.
+          steps[t].reset();
           carry_gradients.assign(inputs.begin(), inputs.begin() + carries);
           if (inputs.back()) {
             x_gradients[t] = std::get<tensor<X>>(*inputs.back());

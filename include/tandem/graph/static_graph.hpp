@@ -206,16 +206,9 @@ class static_graph {
     else return outputs;
   }
 
-  // Whether the graph reads tensors it was not given: captured ones, or
-  // those a control-flow construct's sub-graphs capture (known only once
-  // they are traced, so any construct counts).
   template <class Root>
   static constexpr bool has_captured() {
-    bool any = false;
-    detail::for_each_type<detail::all_classes<Root>>([&]<class C>(std::type_identity<C>) {
-      any = any || detail::node_traits<C>::is_captured || detail::is_control_node<C>;
-    });
-    return any;
+    return detail::reads_captured<Root>();
   }
 
   template <class Root>

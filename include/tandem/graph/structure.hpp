@@ -109,6 +109,18 @@ using all_classes = typename postorder<N, seen_list<>, walk_all>::type;
 template <class N>
 using value_of_t = typename N::value_type;
 
+// Whether a graph reads tensors it was not given: captured ones, its own or
+// those the sub-graphs of its control-flow constructs capture.
+template <class Root>
+constexpr bool reads_captured() {
+  bool any = false;
+  for_each_type<all_classes<Root>>([&]<class C>(std::type_identity<C>) {
+    if constexpr (is_control_node<C>) any = any || C::fn_type::impl_type::reads_captured;
+    else any = any || node_traits<C>::is_captured;
+  });
+  return any;
+}
+
 // Whether a class's value depends on a tensor some node holds: a captured
 // tensor, or a non-elementwise op, at it or below it.
 template <class N>

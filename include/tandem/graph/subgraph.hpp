@@ -27,6 +27,7 @@ class subgraph_run {
  public:
   virtual ~subgraph_run() = default;
   const std::vector<any_tensor>& outputs() const { return outputs_; }
+  std::vector<any_tensor> take_outputs() { return std::move(outputs_); }
   // The tensors the sub-graph captured, by key.
   virtual void captured(keyed_gradients& into) const = 0;
   // From the gradients of the outputs (none where none came), the gradients
@@ -101,6 +102,7 @@ template <class F, class... T>
 class subgraph {
  public:
   using root_type = decltype(trace_on_inputs<T...>(std::declval<const F&>()));
+  static constexpr bool reads_captured = detail::reads_captured<root_type>();
 
   subgraph(const char* construct, const F& f)
       : root_(trace_on_inputs<T...>(f)), fits_(sharing_check<root_type>(root_).fits()) {
@@ -117,10 +119,12 @@ class subgraph {
     return std::tuple<typename std::decay_t<decltype(out)>::value_type...>{};
   }, std::declval<const root_type&>().children));
 
-  // Runs the graph on `inputs` (tensors of the types T..., in order).
-  std::unique_ptr<subgraph_run> run(const std::vector<any_tensor>& inputs, bool for_backward) const {
+  // Runs the graph on `inputs` from `first` on (tensors of the types T...,
+  // in order).
+  std::unique_ptr<subgraph_run> run(const std::vector<any_tensor>& inputs, bool for_backward,
+                                    std::size_t first = 0) const {
     auto typed = [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return std::tuple<tensor<T>...>(std::get<tensor<T>>(inputs[I])...);
+      return std::tuple<tensor<T>...>(std::get<tensor<T>>(inputs[first + I])...);
     }(std::index_sequence_for<T...>{});
     return std::unique_ptr<subgraph_run>(
         static_cast<subgraph_run*>(new typed_subgraph_run<root_type, T...>(root_, std::move(typed), for_backward)));

@@ -39,7 +39,8 @@ tensor<bool> executor<Root, Inputs>::run_control(const sym<N>& s, const void* ke
                           if (gradients[k]) self.add_any_gradient(keys[k], *gradients[k]);
                         for (auto& [captured_key, g] : captured) self.add_any_gradient(captured_key, g);
                       }});
-  return tensor<bool>(shape{});
+  // A placeholder: the outputs are kept aside. (An empty tensor allocates nothing.)
+  return tensor<bool>();
 }
 
 template <class Root, class Inputs>
@@ -58,7 +59,7 @@ tensor<value_of_t<N>> executor<Root, Inputs>::read_control_output(const sym<N>& 
                           if (seeds->size() <= index) seeds->resize(index + 1);
                           (*seeds)[index] = g;
                           // The construct's step runs when a gradient is there.
-                          self.gradients_.try_emplace(construct_key, any_tensor(tensor<bool>{}));
+                          self.gradients_.try_emplace(construct_key, any_tensor(tensor<bool>()));
                         }});
   }
   return out;
