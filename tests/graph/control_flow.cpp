@@ -242,3 +242,95 @@ TEST_CASE("gradients through scan reach the carry, the sequence and the cell's w
   check_values(sw.grad(), ew.grad(), "dW, static against unrolled", 1e-12, 1e-12);
   check_values(su.grad(), eu.grad(), "dU, static against unrolled", 1e-12, 1e-12);
 }
+
+TEST_CASE("the dump shows a construct's sub-graphs, and statistics count how often each ran") {
+  tensor<double> x = tensor<double>{0.5, -0.25, 1.5}, y = tensor<double>{2, 3, -1};
+  auto graph = jit(branchy);
+  std::string text = graph.text(x, y);
+  INFO(text);
+  CHECK(has(text, "= cond %"));
+  CHECK(has(text, "[control flow: runs the sub-graphs below]"));
+  CHECK(has(text, "= cond output 0 %"));
+  CHECK(has(text, "[backward through the runs of cond's sub-graphs]"));
+  CHECK(has(text, "sub-graph true branch of %"));
+  CHECK(has(text, "sub-graph false branch of %"));
+  CHECK(has(text, "  forward\n    %0 = input 0 : float64"));
+
+  graph(x, y);
+  graph(x, y);
+  graph(-x, y);
+  plan_statistics stats = graph.statistics();
+  REQUIRE(stats.subgraphs.size() == 2);
+  CHECK(stats.subgraphs[0].name == "cond #1: true branch");
+  CHECK(stats.subgraphs[1].name == "cond #1: false branch");
+  // Counted per program point (the other tests ran this cond too); the
+  // runs that compare the shapes of the branches not taken do not count.
+  std::int64_t taken_before = stats.subgraphs[0].runs, other_before = stats.subgraphs[1].runs;
+  graph(x, y);
+  stats = graph.statistics();
+  CHECK(stats.subgraphs[0].runs == taken_before + 1);
+  CHECK(stats.subgraphs[1].runs == other_before);
+
+  tensor<double> w = tensor<double>{0.5, -1.25, 0.75};
+  auto loop = jit(recurrence(w, 6));
+  loop(x);
+  stats = loop.statistics();
+  REQUIRE(stats.subgraphs.size() == 1);
+  CHECK(stats.subgraphs[0].name == "fori_loop #1: body");
+  CHECK(stats.subgraphs[0].runs >= 6);
+  CHECK(has(loop.text(x), "sub-graph body of %"));
+}
+
+namespace {
+
+// The seeds' graph-mode control flow: an `if` on tensors in a cell's
+// construct, run in graph mode and in PyNative mode alike.
+struct larger_or_scaled : nn::module<larger_or_scaled> {
+  auto forward(const auto& x, const auto& y) const {
+    return cond(sum(x) > sum(y), [](const auto& a, const auto&) { return a * 1.0f; },
+                [](const auto& a, const auto& b) { return b - a; }, x, y);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("an if on tensors inside a graph-mode module, as in the seeds' graph mode") {
+  larger_or_scaled net;
+  tensor<float> x = tensor<float>{1, 2, 3}, y = tensor<float>{4, 5, 6};
+  set_mode(mode::graph);
+  tensor<float> in_graph = net(x, y), swapped = net(y, x);
+  set_mode(mode::eager);
+  check_values(in_graph, net(x, y), "graph mode against eager, false branch", 0, 0);
+  check_values(in_graph, y - x, "the false branch", 0, 0);
+  check_values(swapped, y * 1.0f, "the true branch", 0, 0);
+  CHECK(net.graph_statistics().subgraphs.size() == 2);
+}
+
+TEST_CASE("a cond on a loss value: clipping a gradient whose norm exceeds a threshold") {
+  auto clipped = jit([](const auto& g) {
+    auto norm = sqrt(sum(g * g));
+    return cond(norm > 1.0, [](const auto& v, const auto& n) { return v / n; },
+                [](const auto& v, const auto&) { return v * 1.0; }, g, norm);
+  });
+  tensor<double> large = tensor<double>{3, 4}, small = tensor<double>{0.3, 0.4};
+  check_values(clipped(large), tensor<double>{0.6, 0.8}, "clipped to norm 1", 1e-15, 1e-15);
+  check_values(clipped(small), small, "left alone", 1e-15, 1e-15);
+  check_gradients([&](inputs v) { return clipped(v[0]); }, {large}, "static gradient, clipped");
+  check_gradients([&](inputs v) { return clipped(v[0]); }, {small}, "static gradient, left alone");
+}
+
+TEST_CASE("loops and scan give the same results with jit disabled") {
+  tensor<double> w = tensor<double>{0.5, -1.25, 0.75}, h0 = tensor<double>{0.1, 0.2, -0.3};
+  generator gen(13);
+  tensor<double> u = uniform<double>({4, 4}, -0.8, 0.8, gen), wx = uniform<double>({3, 4}, -0.8, 0.8, gen);
+  tensor<double> s0 = uniform<double>({2, 4}, -1, 1, gen), xs = uniform<double>({5, 2, 3}, -1, 1, gen);
+  tensor<double> loop = jit(recurrence(w, 5))(h0);
+  auto [h, ys] = jit(rnn(wx, u))(s0, xs);
+  set_jit_enabled(false);
+  tensor<double> loop_eager = jit(recurrence(w, 5))(h0);
+  auto [he, yse] = jit(rnn(wx, u))(s0, xs);
+  set_jit_enabled(true);
+  check_values(loop_eager, loop, "fori_loop", 1e-14, 1e-14);
+  check_values(he, h, "scan, final state", 1e-14, 1e-14);
+  check_values(yse, ys, "scan, outputs", 1e-14, 1e-14);
+}

@@ -87,26 +87,46 @@ bool first_call_with(const signature& s) {
   return true;
 }
 
-template <class Branches, class... T>
+template <bool Boolean, class Branches, class... T>
 struct branch_construct;
 
-template <class... F, class... T>
-struct branch_construct<std::tuple<F...>, T...> {
-  const char* name;
+template <bool Boolean, class... F, class... T>
+struct branch_construct<Boolean, std::tuple<F...>, T...> {
+  static constexpr const char* name = Boolean ? "cond" : "switch_case";
   std::tuple<subgraph<F, T...>...> branches;
   static constexpr bool reads_captured = (subgraph<F, T...>::reads_captured || ...);
 
+  static construct_counters& counters() {
+    static construct_counters counts(name, [] {
+      std::vector<std::string> names;
+      for (std::size_t k = 0; k < sizeof...(F); ++k)
+        names.push_back(Boolean ? (k == 0 ? "true branch" : "false branch") : "branch " + std::to_string(k));
+      return names;
+    }());
+    return counts;
+  }
+  template <class Visit>
+  static void for_each_subgraph_root(Visit&& visit) {
+    (visit(std::type_identity<typename subgraph<F, T...>::root_type>{}), ...);
+  }
+  void describe(std::vector<std::pair<std::string, std::string>>& out) const {
+    const auto& names = counters().subgraphs;
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      (out.emplace_back(names[K], graph_text(std::get<K>(branches).root())), ...);
+    }(std::index_sequence_for<F...>{});
+  }
+
   // operands: the predicate or index, then the branches' operands.
   control_run run(const std::vector<any_tensor>& operands, bool for_backward) const {
-    const bool boolean = std::holds_alternative<tensor<bool>>(operands[0]);
     const std::size_t taken = branch_index(name, operands[0], sizeof...(F));
     std::unique_ptr<subgraph_run> branch = run_branch(taken, operands, for_backward);
+    counters().ran(taken);
     if (first_call_with<branch_construct>(signature_of_operands(operands, 1))) {
       no_grad plain;
       for (std::size_t other = 0; other < sizeof...(F); ++other)
         if (other != taken)
           require_same_shapes(name, branch->outputs(), taken, run_branch(other, operands, false)->outputs(), other,
-                              boolean);
+                              Boolean);
     }
     control_run result{{}, {}, std::nullopt};
     branch->captured(result.captured);
@@ -185,10 +205,10 @@ auto branch_on(const char* name, const S& selector, const std::tuple<F...>& fns,
                 "tandem::cond: the branches must return the same number of values");
   static_assert((std::is_same_v<branch_outputs<F, X...>, outputs> && ...),
                 "tandem::cond: the branches must return values of the same element types");
-  using construct = branch_construct<std::tuple<F...>, typename X::value_type...>;
   constexpr bool boolean = std::is_same_v<typename S::value_type, bool>;
+  using construct = branch_construct<boolean, std::tuple<F...>, typename X::value_type...>;
   if constexpr (any_symbolic<S, X...>) {
-    construct c{name, std::apply(
+    construct c{std::apply(
                           [&](const F&... f) {
                             return std::tuple<subgraph<F, typename X::value_type...>...>(
                                 subgraph<F, typename X::value_type...>(name, f)...);

@@ -28,6 +28,9 @@ struct dump_value {
   bool buffer = false;         // materialized: an output, or a group's or kernel's result
   bool eager_kernel = false;   // a non-elementwise op run by its eager kernel
   bool host = false;           // of those, a host call (graph/host.hpp): a graph break
+  bool construct = false;      // a control-flow construct (graph/control.hpp)
+  bool construct_output = false;
+  std::vector<std::pair<std::string, std::string>> subgraphs;  // a construct's, by name, as text
   bool reduces = false;        // a sum or mean computed inside its group's loop
   bool epilogue = false;       // a matmul running its reader's group on each finished block
   std::size_t epilogue_group = 0;
@@ -94,6 +97,15 @@ class graph_dumper {
       if constexpr (fused_summation<Root, N>()) {
         v.op = s.node().name;
         v.buffer = v.reduces = true;
+      } else if constexpr (is_control_node<N>) {
+        v.op = s.node().name;
+        v.buffer = v.eager_kernel = v.construct = true;
+        // Its outputs' gradients pass through it to its operands.
+        v.takes_gradient = true;
+        s.node().fn.impl.describe(v.subgraphs);
+      } else if constexpr (is_control_output_node<N>) {
+        v.op = std::string(s.node().name) + " output " + std::to_string(N::fn_type::index);
+        v.buffer = v.eager_kernel = v.construct_output = true;
       } else if constexpr (node_traits<N>::is_apply) {
         v.op = s.node().name;
         v.buffer = v.eager_kernel = true;
@@ -159,6 +171,8 @@ std::string dump_text(const graph_dumper<Root>& d) {
     out << "  " << value_name(v) << " = " << x.op << value_list_text(x.operands) << " : " << x.dtype;
     if (x.epilogue) out << "    [eager kernel, group " << x.epilogue_group << " as its epilogue]";
     else if (x.host) out << "    [host call: graph break, buffer]";
+    else if (x.construct) out << "    [control flow: runs the sub-graphs below]";
+    else if (x.construct_output) out << "    [the construct's output, buffer]";
     else if (x.eager_kernel) out << "    [eager kernel, buffer]";
     else if (x.reduces) out << "    [group " << x.groups.front() << ": fused loop with " << x.op << ", buffer]";
     else if (x.buffer) out << "    [group " << x.groups.front() << ": fused loop, buffer]";
@@ -173,9 +187,17 @@ std::string dump_text(const graph_dumper<Root>& d) {
   for (const dump_step& step : d.backward) {
     const dump_value& x = d.values[step.from];
     out << "  d" << value_name(step.from) << " ->" << value_list_text(step.to);
-    if (x.eager_kernel) out << "    [eager backward of " << x.op << "]\n";
+    if (x.construct) out << "    [backward through the runs of " << x.op << "'s sub-graphs]\n";
+    else if (x.construct_output) out << "    [to its construct]\n";
+    else if (x.eager_kernel) out << "    [eager backward of " << x.op << "]\n";
     else out << "    [group " << x.groups.front() << ": one fused adjoint loop]\n";
   }
+  for (std::size_t v = 0; v < d.values.size(); ++v)
+    for (const auto& [name, text] : d.values[v].subgraphs) {
+      out << "sub-graph " << name << " of " << value_name(v) << " (" << d.values[v].op << ")\n";
+      std::istringstream lines(text);
+      for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
+    }
   return out.str();
 }
 

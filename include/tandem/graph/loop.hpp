@@ -60,6 +60,18 @@ struct fori_construct {
   subgraph<Body, std::int64_t, T...> body;
   static constexpr bool reads_captured = subgraph<Body, std::int64_t, T...>::reads_captured;
 
+  static construct_counters& counters() {
+    static construct_counters counts("fori_loop", {"body"});
+    return counts;
+  }
+  template <class Visit>
+  static void for_each_subgraph_root(Visit&& visit) {
+    visit(std::type_identity<typename subgraph<Body, std::int64_t, T...>::root_type>{});
+  }
+  void describe(std::vector<std::pair<std::string, std::string>>& out) const {
+    out.emplace_back("body", graph_text(body.root()));
+  }
+
   // operands: lo, hi, then the state.
   control_run run(const std::vector<any_tensor>& operands, bool for_backward) const {
     const std::int64_t lo = loop_bound("fori_loop", operands[0]), hi = loop_bound("fori_loop", operands[1]);
@@ -73,6 +85,7 @@ struct fori_construct {
       std::vector<any_tensor> inputs{any_tensor(full<std::int64_t>({}, i))};
       for (const any_tensor& s : state) inputs.push_back(i == lo ? s : leaf_for(s, for_backward && state_needs));
       std::unique_ptr<subgraph_run> step = body.run(inputs, for_backward);
+      counters().ran(0);
       if (i == lo) step->captured(result.captured);
       state_needs = state_needs || any_requires_gradient(inputs, result.captured);
       require_state_shapes("fori_loop", state, step->outputs());
@@ -106,6 +119,20 @@ struct while_construct {
   static constexpr bool reads_captured =
       subgraph<Cond, T...>::reads_captured || subgraph<Body, T...>::reads_captured;
 
+  static construct_counters& counters() {
+    static construct_counters counts("while_loop", {"condition", "body"});
+    return counts;
+  }
+  template <class Visit>
+  static void for_each_subgraph_root(Visit&& visit) {
+    visit(std::type_identity<typename subgraph<Cond, T...>::root_type>{});
+    visit(std::type_identity<typename subgraph<Body, T...>::root_type>{});
+  }
+  void describe(std::vector<std::pair<std::string, std::string>>& out) const {
+    out.emplace_back("condition", graph_text(condition.root()));
+    out.emplace_back("body", graph_text(body.root()));
+  }
+
   control_run run(const std::vector<any_tensor>& operands, bool for_backward) const {
     std::vector<any_tensor> state = operands;
     control_run result{{}, {}, std::nullopt};
@@ -124,11 +151,13 @@ struct while_construct {
     };
     while (true) {
       auto test = condition.run(state, false);
+      counters().ran(0);
       refuse_gradients(*test);
       const tensor<bool>& holds = std::get<tensor<bool>>(test->outputs()[0]);
       require_scalar_predicate("while_loop", holds.shape());
       if (!holds.item()) break;
       auto step = body.run(state, false);
+      counters().ran(1);
       refuse_gradients(*step);
       require_state_shapes("while_loop", state, step->outputs());
       state = step->outputs();

@@ -42,6 +42,7 @@ struct plan_cache::entries {
   std::vector<std::string> order;
   std::atomic<std::int64_t> hits{0};
   std::int64_t misses = 0;
+  std::vector<const construct_counters*> constructs;
 };
 
 TANDEM_LIBRARY_FUNCTION plan_cache::plan_cache() : entries_(std::make_unique<entries>()) {}
@@ -71,9 +72,27 @@ TANDEM_LIBRARY_FUNCTION void plan_cache::insert(const signature& key) {
   }
 }
 
+TANDEM_LIBRARY_FUNCTION void plan_cache::add_construct(const construct_counters* counters) {
+  std::unique_lock lock(entries_->mutex);
+  for (const construct_counters* known : entries_->constructs)
+    if (known == counters) return;
+  entries_->constructs.push_back(counters);
+}
+
 TANDEM_LIBRARY_FUNCTION plan_statistics plan_cache::statistics() const {
   std::shared_lock lock(entries_->mutex);
-  return {entries_->hits.load(), entries_->misses, entries_->order};
+  plan_statistics result{entries_->hits.load(), entries_->misses, entries_->order, {}};
+  std::vector<std::pair<std::string, int>> numbered;
+  for (const construct_counters* c : entries_->constructs) {
+    int number = 1;
+    for (const auto& [name, count] : numbered)
+      if (name == c->construct) number = count + 1;
+    numbered.emplace_back(c->construct, number);
+    for (std::size_t k = 0; k < c->subgraphs.size(); ++k)
+      result.subgraphs.push_back({c->construct + " #" + std::to_string(number) + ": " + c->subgraphs[k],
+                                  c->runs[k].load(std::memory_order_relaxed)});
+  }
+  return result;
 }
 
 }  // namespace tandem::detail

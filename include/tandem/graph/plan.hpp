@@ -9,6 +9,7 @@
 // static_graph and safe to use from several threads at once.
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,10 +22,20 @@
 
 namespace tandem {
 
+// How often one sub-graph of a control-flow construct (a branch, a loop
+// body) ran: "cond #1: true branch", "scan #1: step".
+struct subgraph_runs {
+  std::string name;
+  std::int64_t runs = 0;
+};
+
 struct plan_statistics {
   std::int64_t hits = 0;
   std::int64_t misses = 0;
   std::vector<std::string> signatures;
+  // The control-flow constructs of the graph (graph/control.hpp), their
+  // sub-graphs in order, counted per program point.
+  std::vector<subgraph_runs> subgraphs;
 };
 
 namespace detail {
@@ -70,6 +81,20 @@ signature signature_of(const A&... a) {
 // "float32[2, 3]@cpu, scalar": for statistics and messages.
 std::string describe(const signature& s);
 
+// The run counts of one control-flow construct's sub-graphs: one set per
+// program point (per construct type), whichever graph runs it.
+struct construct_counters {
+  construct_counters(std::string construct_name, std::vector<std::string> subgraph_names)
+      : construct(std::move(construct_name)),
+        subgraphs(std::move(subgraph_names)),
+        runs(std::make_unique<std::atomic<std::int64_t>[]>(subgraphs.size())) {}
+  void ran(std::size_t subgraph) { runs[subgraph].fetch_add(1, std::memory_order_relaxed); }
+
+  std::string construct;
+  std::vector<std::string> subgraphs;
+  std::unique_ptr<std::atomic<std::int64_t>[]> runs;
+};
+
 class plan_cache {
  public:
   plan_cache();
@@ -84,6 +109,8 @@ class plan_cache {
   // miss, the others count as hits, so that misses are the signatures seen
   // and hits + misses the calls.
   void insert(const signature& key);
+  // A control-flow construct the graph holds, for statistics().
+  void add_construct(const construct_counters* counters);
   plan_statistics statistics() const;
 
  private:

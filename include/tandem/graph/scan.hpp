@@ -51,6 +51,18 @@ struct scan_construct {
   subgraph<Fn, C..., X> step;
   static constexpr bool reads_captured = subgraph<Fn, C..., X>::reads_captured;
 
+  static construct_counters& counters() {
+    static construct_counters counts("scan", {"step"});
+    return counts;
+  }
+  template <class Visit>
+  static void for_each_subgraph_root(Visit&& visit) {
+    visit(std::type_identity<typename subgraph<Fn, C..., X>::root_type>{});
+  }
+  void describe(std::vector<std::pair<std::string, std::string>>& out) const {
+    out.emplace_back("step", graph_text(step.root()));
+  }
+
   static constexpr std::size_t carries = sizeof...(C);
 
   // operands: the carry, then xs.
@@ -69,6 +81,7 @@ struct scan_construct {
       for (const any_tensor& c : carry) inputs.push_back(t == 0 ? c : leaf_for(c, for_backward && carry_needs));
       inputs.push_back(leaf_for(any_tensor(step_of(xs, t)), for_backward && xs.requires_grad()));
       std::unique_ptr<subgraph_run> run = step.run(inputs, for_backward);
+      counters().ran(0);
       if (t == 0) run->captured(result.captured);
       carry_needs = carry_needs || any_requires_gradient(inputs, result.captured);
       std::vector<any_tensor> next(run->outputs().begin(), run->outputs().begin() + carries);

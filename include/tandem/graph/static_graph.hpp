@@ -99,7 +99,7 @@ class static_graph {
     auto output = detail::apply_operands([&](const auto& loss) { return exec->value(loss); }, root.children);
     static_assert(std::is_floating_point_v<typename decltype(output)::value_type>,
                   "tandem::jit: a training step's loss must be a float or double tensor");
-    if (!known) cache_->insert(signature);
+    if (!known) remember<decltype(root)>(signature);
     exec->backward({{key, detail::any_tensor(ones_like(output))}});
     return std::pair{output, detail::captured_gradients(std::move(run), exec->captured())};
   }
@@ -146,7 +146,7 @@ class static_graph {
     detail::executor<root_type, inputs_type> exec(inputs, false);
     exec.write_into(output_keys(root)[0], out);
     auto output = detail::apply_operands([&](const auto& o) { return exec.value(o); }, root.children);
-    if (!known) cache_->insert(signature);
+    if (!known) remember<decltype(root)>(signature);
     if (exec.wrote_into_destination()) out.storage()->bump_version();
     else write(output);
   }
@@ -196,7 +196,7 @@ class static_graph {
     using exec_type = detail::executor<root_type, inputs_type>;
     exec_type exec(inputs, recording, seeded);
     auto outputs = detail::apply_operands([&](const auto&... out) { return std::tuple{exec.value(out)...}; }, root.children);
-    if (!known) cache_->insert(signature);
+    if (!known) remember<decltype(root)>(signature);
     if (recording) {
       std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(std::move(exec))));
       const auto& kept = static_cast<const exec_type&>(*run);
@@ -204,6 +204,14 @@ class static_graph {
     }
     if constexpr (std::tuple_size_v<decltype(outputs)> == 1) return std::get<0>(outputs);
     else return outputs;
+  }
+
+  // A call with a new signature: the signature, and the constructs whose
+  // sub-graphs' runs statistics() counts.
+  template <class Root>
+  void remember(const detail::signature& signature) const {
+    cache_->insert(signature);
+    detail::for_each_construct<Root>([&](const detail::construct_counters& c) { cache_->add_construct(&c); });
   }
 
   template <class Root>

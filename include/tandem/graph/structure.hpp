@@ -121,6 +121,19 @@ constexpr bool reads_captured() {
   return any;
 }
 
+// Calls visit(counters) for every control-flow construct of the graph, and
+// of its constructs' sub-graphs, outermost first.
+template <class Root, class Visit>
+void for_each_construct(Visit&& visit) {
+  for_each_type<all_classes<Root>>([&]<class C>(std::type_identity<C>) {
+    if constexpr (is_control_node<C>) {
+      using impl = typename C::fn_type::impl_type;
+      visit(impl::counters());
+      impl::for_each_subgraph_root([&]<class R>(std::type_identity<R>) { for_each_construct<R>(visit); });
+    }
+  });
+}
+
 // Whether a class's value depends on a tensor some node holds: a captured
 // tensor, or a non-elementwise op, at it or below it.
 template <class N>
