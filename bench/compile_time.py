@@ -115,6 +115,7 @@ def cases(which):
         ("chain of 200 ops + grad", "source", chain(200)),
         ("30 steps of h = h * 0.5f + h + grad", "source", doubling_chain(30)),
         ("examples/demo.cpp", "file", os.path.join(ROOT, "examples", "demo.cpp")),
+        ("examples/rnn_scan.cpp", "file", os.path.join(ROOT, "examples", "rnn_scan.cpp")),
     ]
     if which:
         out = [c for c in out if any(w in c[0] for w in which)]

@@ -87,6 +87,26 @@ inline bool any_requires_gradient(const std::vector<any_tensor>& inputs, const k
   return false;
 }
 
+// Adds the gradients one run sent to captured tensors into the totals, one
+// entry per tensor, so that a loop's per-iteration gradients of a weight do
+// not outlive the iteration that made them.
+inline void merge_gradients(keyed_gradients& totals, keyed_gradients&& more) {
+  for (auto& [key, g] : more) {
+    auto same = totals.begin();
+    while (same != totals.end() && same->first != key) ++same;
+    if (same == totals.end()) {
+      totals.emplace_back(key, std::move(g));
+      continue;
+    }
+    std::visit(
+        [&](auto& sum) {
+          using T = typename std::decay_t<decltype(sum)>::value_type;
+          if constexpr (std::is_floating_point_v<T>) accumulate(sum, std::get<tensor<T>>(g));
+        },
+        same->second);
+  }
+}
+
 inline const shape& shape_of(const any_tensor& t) {
   return std::visit([](const auto& x) -> const shape& { return x.shape(); }, t);
 }

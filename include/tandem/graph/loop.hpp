@@ -98,10 +98,12 @@ struct fori_construct {
                                                              keyed_gradients& captured) mutable {
         std::vector<std::optional<any_tensor>> state_gradients = seeds;
         for (std::size_t k = iterations.size(); k-- > 0;) {
-          std::vector<std::optional<any_tensor>> inputs = iterations[k]->backward(state_gradients, captured);
+          keyed_gradients weights;
+          std::vector<std::optional<any_tensor>> inputs = iterations[k]->backward(state_gradients, weights);
           // A graph's fused backward runs once: each iteration's residuals go
           // as soon as it is done.
           iterations[k].reset();
+          merge_gradients(captured, std::move(weights));
           state_gradients.assign(inputs.begin() + 1, inputs.end());
         }
         std::vector<std::optional<any_tensor>> gradients{std::nullopt, std::nullopt};

@@ -1,6 +1,6 @@
 #pragma once
-// captured_gradients::continue_through_eager_graph (declared in
-// graph/run.hpp): inline in header-only builds, compiled once into
+// captured_gradients::continue_through_eager_graph and accumulate (declared
+// in graph/run.hpp): inline in header-only builds, compiled once into
 // tandem::compiled (TANDEM_LIBRARY_FUNCTION, core/config.hpp). It runs the
 // eager backward for float and double, whose nodes call the ops of their
 // derivative rules: being a non-template function, it instantiated that
@@ -15,6 +15,19 @@
 #include "tandem/ops/shape.hpp"
 
 namespace tandem::detail {
+
+template <class T>
+void accumulate_gradient(tensor<T>& sum, const tensor<T>& g) {
+  if (sum.storage().use_count() == 1 && sum.is_contiguous() && !sum.requires_grad() && sum.shape() == g.shape() &&
+      g.is_contiguous())
+    elementwise_flat<T, T>(add_op{}, sum.numel(), sum.data(), flat_operand<T>{sum.data(), 1},
+                           flat_operand<T>{g.data(), 1});
+  else
+    sum = sum + g;
+}
+
+TANDEM_LIBRARY_FUNCTION void accumulate(tensor<float>& sum, const tensor<float>& g) { accumulate_gradient(sum, g); }
+TANDEM_LIBRARY_FUNCTION void accumulate(tensor<double>& sum, const tensor<double>& g) { accumulate_gradient(sum, g); }
 
 TANDEM_LIBRARY_FUNCTION void captured_gradients::continue_through_eager_graph() const {
   for (const auto& [key, value] : captured_)

@@ -56,6 +56,13 @@ class graph_run {
   virtual const any_tensor* gradient(const void* key) const = 0;
 };
 
+// sum += g, for a gradient sum: in place when sum is contiguous, of g's
+// shape and held nowhere else (a loop's body sends the gradient of a
+// captured weight once per iteration), else into a fresh tensor. Defined
+// in run-inl.hpp: compiled once into tandem::compiled.
+void accumulate(tensor<float>& sum, const tensor<float>& g);
+void accumulate(tensor<double>& sum, const tensor<double>& g);
+
 // Gradients (or values) by key: what reached the tensors a sub-graph of a
 // control-flow construct captured (graph/subgraph.hpp).
 using keyed_gradients = std::vector<std::pair<const void*, any_tensor>>;

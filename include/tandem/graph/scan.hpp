@@ -109,10 +109,12 @@ struct scan_construct {
             step_seeds.push_back(any_tensor(step_of(std::get<tensor<Y>>(*ys_gradient), static_cast<std::int64_t>(t))));
           else
             step_seeds.push_back(std::nullopt);
-          std::vector<std::optional<any_tensor>> inputs = steps[t]->backward(step_seeds, captured);
+          keyed_gradients weights;
+          std::vector<std::optional<any_tensor>> inputs = steps[t]->backward(step_seeds, weights);
           // A graph's fused backward runs once: each step's residuals go as
           // soon as it is done.
           steps[t].reset();
+          merge_gradients(captured, std::move(weights));
           carry_gradients.assign(inputs.begin(), inputs.begin() + carries);
           if (inputs.back()) {
             x_gradients[t] = std::get<tensor<X>>(*inputs.back());

@@ -133,18 +133,7 @@ class executor final : public graph_run {
   template <class T>
   void add_gradient(const void* key, tensor<T> g) {
     auto [at, fresh] = gradients_.try_emplace(key, g);
-    if (!fresh) {
-      tensor<T>& sum = std::get<tensor<T>>(*at);
-      // A sum held nowhere else takes the addend in place (a loop's body
-      // sends the gradient of a captured weight once per iteration); one
-      // that is shared is replaced by a fresh sum.
-      if (sum.storage().use_count() == 1 && sum.is_contiguous() && !sum.requires_grad() && sum.shape() == g.shape() &&
-          g.is_contiguous())
-        elementwise_flat<T, T>(add_op{}, sum.numel(), sum.data(), flat_operand<T>{sum.data(), 1},
-                               flat_operand<T>{g.data(), 1});
-      else
-        sum = sum + g;
-    }
+    if (!fresh) accumulate(std::get<tensor<T>>(*at), g);
   }
 
  private:
