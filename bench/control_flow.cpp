@@ -1,7 +1,8 @@
 // Control flow in static graphs (docs/benchmarks/control_flow.md):
 //   rnn_*   an RNN over 100 steps (batch 32, 8 features, hidden 256),
 //           forward and backward of the loss with respect to its weights:
-//           scan inside one static graph, the same scan called eagerly (its
+//           scan inside one static graph (keeping each step's residuals, or
+//           recomputing them in the backward), the same scan called eagerly (its
 //           step a static graph per call), and the cell unrolled eagerly, op
 //           by op (PyTorch eager's way); bench/control_flow_pytorch.py times
 //           PyTorch eager and torch.compile on the same model;
@@ -40,14 +41,17 @@ struct rnn_data {
   }
 };
 
-auto scanned_loss(const rnn_data& d) {
-  return [&d](const auto& h0, const auto& xs) {
-    auto [h, hs] = scan(
-        [&d](const auto& state, const auto& x) {
-          auto next = tanh(matmul(x, d.w) + matmul(state, d.u) + d.b);
-          return std::tuple{next, next * 1.0f};
-        },
-        h0, xs);
+auto rnn_cell(const rnn_data& d) {
+  return [&d](const auto& state, const auto& x) {
+    auto next = tanh(matmul(x, d.w) + matmul(state, d.u) + d.b);
+    return std::tuple{next, next * 1.0f};
+  };
+}
+
+template <class Cell>
+auto scanned_loss(const rnn_data& d, Cell cell) {
+  return [&d, cell](const auto& h0, const auto& xs) {
+    auto [h, hs] = scan(cell, h0, xs);
     (void)hs;
     return mean(square(matmul(h, d.readout)));
   };
@@ -55,7 +59,18 @@ auto scanned_loss(const rnn_data& d) {
 
 void rnn_static_scan(benchmark::State& state) {
   rnn_data d;
-  auto graph = jit(scanned_loss(d));
+  auto graph = jit(scanned_loss(d, rnn_cell(d)));
+  for (auto _ : state) {
+    d.zero_grad();
+    graph(d.h0, d.xs).backward();
+    benchmark::DoNotOptimize(d.u.grad().data());
+  }
+}
+
+// The same, the residuals recomputed in the backward (recompute(cell)).
+void rnn_static_scan_recompute(benchmark::State& state) {
+  rnn_data d;
+  auto graph = jit(scanned_loss(d, recompute(rnn_cell(d))));
   for (auto _ : state) {
     d.zero_grad();
     graph(d.h0, d.xs).backward();
@@ -65,7 +80,7 @@ void rnn_static_scan(benchmark::State& state) {
 
 void rnn_eager_scan(benchmark::State& state) {
   rnn_data d;
-  auto loss = scanned_loss(d);
+  auto loss = scanned_loss(d, rnn_cell(d));
   for (auto _ : state) {
     d.zero_grad();
     loss(d.h0, d.xs).backward();
@@ -86,6 +101,7 @@ void rnn_eager_unrolled(benchmark::State& state) {
 }
 
 BENCHMARK(rnn_static_scan)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(rnn_static_scan_recompute)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(rnn_eager_scan)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(rnn_eager_unrolled)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -334,3 +334,48 @@ TEST_CASE("loops and scan give the same results with jit disabled") {
   check_values(he, h, "scan, final state", 1e-14, 1e-14);
   check_values(yse, ys, "scan, outputs", 1e-14, 1e-14);
 }
+
+TEST_CASE("recompute(body): the same gradients, the residuals computed again in the backward") {
+  generator gen(14);
+  tensor<double> w = uniform<double>({3, 4}, -0.8, 0.8, gen), u = uniform<double>({4, 4}, -0.8, 0.8, gen);
+  tensor<double> h0 = uniform<double>({2, 4}, -1, 1, gen), xs = uniform<double>({6, 2, 3}, -1, 1, gen);
+  auto stored = [&](const tensor<double>& wv, const tensor<double>& uv) {
+    return jit([wv, uv](const auto& h, const auto& x) {
+      auto cell = [wv, uv](const auto& s, const auto& xt) {
+        auto next = tanh(matmul(xt, wv) + matmul(s, uv));
+        return std::tuple{next, next * 2.0};
+      };
+      return std::get<0>(scan(cell, h, x));
+    });
+  };
+  auto recomputing = [&](const tensor<double>& wv, const tensor<double>& uv) {
+    return jit([wv, uv](const auto& h, const auto& x) {
+      auto cell = [wv, uv](const auto& s, const auto& xt) {
+        auto next = tanh(matmul(xt, wv) + matmul(s, uv));
+        return std::tuple{next, next * 2.0};
+      };
+      return std::get<0>(scan(recompute(cell), h, x));
+    });
+  };
+  check_gradients([&](inputs v) { return recomputing(v[0], v[1])(v[2], v[3]); }, {w, u, h0, xs}, "scan, recomputed");
+  tensor<double> a = w.detach(), b = w.detach();
+  a.set_requires_grad(true);
+  b.set_requires_grad(true);
+  sum(stored(a, u)(h0, xs)).backward();
+  sum(recomputing(b, u)(h0, xs)).backward();
+  check_values(b.grad(), a.grad(), "recomputed against stored residuals", 1e-14, 1e-14);
+
+  tensor<double> p = tensor<double>{0.5, -1.25, 0.75}, q = p.detach();
+  p.set_requires_grad(true);
+  q.set_requires_grad(true);
+  tensor<double> start = tensor<double>{0.1, 0.2, -0.3};
+  sum(jit([p](const auto& h) {
+        return fori_loop(0, 5, [p](const auto& i, const auto& s) { return tanh(s * p + i * 0.25); }, h);
+      })(start))
+      .backward();
+  sum(jit([q](const auto& h) {
+        return fori_loop(0, 5, recompute([q](const auto& i, const auto& s) { return tanh(s * q + i * 0.25); }), h);
+      })(start))
+      .backward();
+  check_values(q.grad(), p.grad(), "fori_loop, recomputed against stored residuals", 1e-14, 1e-14);
+}

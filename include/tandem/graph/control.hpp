@@ -9,6 +9,7 @@
 // the sub-graphs' runs in reverse.
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -53,6 +54,40 @@ auto make_control(const char* name, Impl impl, const sym<N>&... operands) {
                                                                                 make_operands(node))...};
   }(std::index_sequence_for<Out...>{});
 }
+
+// A loop body whose residuals the backward recomputes instead of keeping
+// them from the forward (recompute(body), graph/loop.hpp).
+template <class F>
+struct recomputed {
+  F fn;
+  template <class... A>
+  auto operator()(const A&... a) const -> decltype(fn(a...)) {
+    return fn(a...);
+  }
+};
+template <class F>
+inline constexpr bool is_recomputed = false;
+template <class F>
+inline constexpr bool is_recomputed<recomputed<F>> = true;
+
+// What a loop keeps of one iteration for its backward: the run, with its
+// residuals; or, when its body recomputes, the run's inputs, to run it
+// again (with residuals) when the backward reaches it.
+class kept_iteration {
+ public:
+  explicit kept_iteration(std::unique_ptr<subgraph_run> run) : run_(std::move(run)) {}
+  explicit kept_iteration(std::vector<any_tensor> inputs) : inputs_(std::move(inputs)) {}
+
+  template <class Graph>
+  std::unique_ptr<subgraph_run> take(const Graph& graph) {
+    if (run_) return std::move(run_);
+    return graph.run(inputs_, true);
+  }
+
+ private:
+  std::unique_ptr<subgraph_run> run_;
+  std::vector<any_tensor> inputs_;
+};
 
 // A tensor standing for `t` in a run that may be differentiated: a fresh
 // leaf that requires a gradient where its type can have one.

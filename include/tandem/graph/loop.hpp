@@ -57,8 +57,11 @@ inline std::int64_t loop_bound(const char* construct, const any_tensor& t) {
 
 template <class Body, class... T>
 struct fori_construct {
-  subgraph<Body, std::int64_t, T...> body;
-  static constexpr bool reads_captured = subgraph<Body, std::int64_t, T...>::reads_captured;
+  using body_graph = subgraph<Body, std::int64_t, T...>;
+  // Shared with the backward, which runs it again where the body recomputes.
+  std::shared_ptr<const body_graph> body;
+  static constexpr bool reads_captured = body_graph::reads_captured;
+  static constexpr bool recomputes = is_recomputed<Body>;
 
   static construct_counters& counters() {
     static construct_counters counts("fori_loop", {"body"});
@@ -69,14 +72,14 @@ struct fori_construct {
     visit(std::type_identity<typename subgraph<Body, std::int64_t, T...>::root_type>{});
   }
   void describe(std::vector<std::pair<std::string, std::string>>& out) const {
-    out.emplace_back("body", graph_text(body.root()));
+    out.emplace_back("body", graph_text(body->root()));
   }
 
   // operands: lo, hi, then the state.
   control_run run(const std::vector<any_tensor>& operands, bool for_backward) const {
     const std::int64_t lo = loop_bound("fori_loop", operands[0]), hi = loop_bound("fori_loop", operands[1]);
     std::vector<any_tensor> state(operands.begin() + 2, operands.end());
-    std::vector<std::unique_ptr<subgraph_run>> iterations;
+    std::vector<kept_iteration> iterations;
     control_run result{{}, {}, std::nullopt};
     // Only a state a gradient can reach requires one: from the first
     // iteration on which anything did.
@@ -84,25 +87,25 @@ struct fori_construct {
     for (std::int64_t i = lo; i < hi; ++i) {
       std::vector<any_tensor> inputs{any_tensor(full<std::int64_t>({}, i))};
       for (const any_tensor& s : state) inputs.push_back(i == lo ? s : leaf_for(s, for_backward && state_needs));
-      std::unique_ptr<subgraph_run> step = body.run(inputs, for_backward);
+      std::unique_ptr<subgraph_run> step = body->run(inputs, for_backward && !recomputes);
       counters().ran(0);
       if (i == lo) step->captured(result.captured);
       state_needs = state_needs || any_requires_gradient(inputs, result.captured);
       require_state_shapes("fori_loop", state, step->outputs());
-      state = for_backward ? step->outputs() : step->take_outputs();
-      if (for_backward) iterations.push_back(std::move(step));
+      state = for_backward && !recomputes ? step->outputs() : step->take_outputs();
+      if (for_backward && recomputes) iterations.emplace_back(std::move(inputs));
+      else if (for_backward) iterations.emplace_back(std::move(step));
     }
     result.outputs = state;
     if (for_backward)
-      result.backward = [iterations = std::move(iterations)](const std::vector<std::optional<any_tensor>>& seeds,
-                                                             keyed_gradients& captured) mutable {
+      result.backward = [iterations = std::move(iterations), body = body](
+                            const std::vector<std::optional<any_tensor>>& seeds, keyed_gradients& captured) mutable {
         std::vector<std::optional<any_tensor>> state_gradients = seeds;
         for (std::size_t k = iterations.size(); k-- > 0;) {
           keyed_gradients weights;
-          std::vector<std::optional<any_tensor>> inputs = iterations[k]->backward(state_gradients, weights);
           // A graph's fused backward runs once: each iteration's residuals go
           // as soon as it is done.
-          iterations[k].reset();
+          std::vector<std::optional<any_tensor>> inputs = iterations[k].take(*body)->backward(state_gradients, weights);
           merge_gradients(captured, std::move(weights));
           state_gradients.assign(inputs.begin() + 1, inputs.end());
         }
@@ -181,6 +184,16 @@ auto as_operand(const X& x) {
 
 }  // namespace detail
 
+// A loop body (fori_loop, scan) whose backward runs each iteration's
+// forward again instead of keeping its residuals from the forward: memory
+// per iteration is its inputs, for the cost of a second forward. Inside a
+// static graph; on tensors the body runs as before (eager autograd keeps
+// what it keeps).
+template <class F>
+auto recompute(F body) {
+  return detail::recomputed<F>{std::move(body)};
+}
+
 template <class Lo, class Hi, class Body, class... X>
 auto fori_loop(const Lo& lo, const Hi& hi, Body body, const X&... state) {
   static_assert(sizeof...(X) > 0, "tandem::fori_loop: the loop needs a state of one tensor or more");
@@ -196,7 +209,8 @@ auto fori_loop(const Lo& lo, const Hi& hi, Body body, const X&... state) {
     else return b;
   };
   if constexpr (detail::any_symbolic<Lo, Hi, X...>) {
-    construct c{detail::subgraph<Body, std::int64_t, typename X::value_type...>("fori_loop", body)};
+    using body_graph = typename construct::body_graph;
+    construct c{std::shared_ptr<const body_graph>(new body_graph("fori_loop", body))};
     return detail::single_or_tuple(detail::make_control<typename X::value_type...>(
         "fori_loop", std::move(c), detail::as_operand(bound(lo)), detail::as_operand(bound(hi)),
         detail::as_operand(state)...));

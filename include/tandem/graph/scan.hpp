@@ -48,8 +48,11 @@ tensor<T> step_of(const tensor<T>& xs, std::int64_t t) {
 
 template <class Fn, class X, class Y, class... C>
 struct scan_construct {
-  subgraph<Fn, C..., X> step;
-  static constexpr bool reads_captured = subgraph<Fn, C..., X>::reads_captured;
+  using step_graph = subgraph<Fn, C..., X>;
+  // Shared with the backward, which runs it again where the step recomputes.
+  std::shared_ptr<const step_graph> step;
+  static constexpr bool reads_captured = step_graph::reads_captured;
+  static constexpr bool recomputes = is_recomputed<Fn>;
 
   static construct_counters& counters() {
     static construct_counters counts("scan", {"step"});
@@ -60,7 +63,7 @@ struct scan_construct {
     visit(std::type_identity<typename subgraph<Fn, C..., X>::root_type>{});
   }
   void describe(std::vector<std::pair<std::string, std::string>>& out) const {
-    out.emplace_back("step", graph_text(step.root()));
+    out.emplace_back("step", graph_text(step->root()));
   }
 
   static constexpr std::size_t carries = sizeof...(C);
@@ -71,7 +74,7 @@ struct scan_construct {
     const std::int64_t length = scan_length(xs.shape());
     std::vector<any_tensor> carry(operands.begin(), operands.end() - 1);
     std::vector<tensor<Y>> ys;
-    std::vector<std::unique_ptr<subgraph_run>> steps;
+    std::vector<kept_iteration> steps;
     control_run result{{}, {}, std::nullopt};
     // Only inputs a gradient can reach require one: the carry from the first
     // step on which anything did, xs's steps where xs does.
@@ -80,7 +83,7 @@ struct scan_construct {
       std::vector<any_tensor> inputs;
       for (const any_tensor& c : carry) inputs.push_back(t == 0 ? c : leaf_for(c, for_backward && carry_needs));
       inputs.push_back(leaf_for(any_tensor(step_of(xs, t)), for_backward && xs.requires_grad()));
-      std::unique_ptr<subgraph_run> run = step.run(inputs, for_backward);
+      std::unique_ptr<subgraph_run> run = step->run(inputs, for_backward && !recomputes);
       counters().ran(0);
       if (t == 0) run->captured(result.captured);
       carry_needs = carry_needs || any_requires_gradient(inputs, result.captured);
@@ -92,12 +95,13 @@ struct scan_construct {
                           " to " + to_string(y.shape()) + " at step " + std::to_string(t));
       ys.push_back(y);
       carry = std::move(next);
-      if (for_backward) steps.push_back(std::move(run));
+      if (for_backward && recomputes) steps.emplace_back(std::move(inputs));
+      else if (for_backward) steps.emplace_back(std::move(run));
     }
     result.outputs = carry;
     result.outputs.push_back(any_tensor(stack(ys)));
     if (for_backward)
-      result.backward = [steps = std::move(steps), xs_shape = xs.shape()](
+      result.backward = [steps = std::move(steps), step = step, xs_shape = xs.shape()](
                             const std::vector<std::optional<any_tensor>>& seeds, keyed_gradients& captured) mutable {
         std::vector<std::optional<any_tensor>> carry_gradients(seeds.begin(), seeds.begin() + carries);
         const std::optional<any_tensor>& ys_gradient = seeds.back();
@@ -110,10 +114,9 @@ struct scan_construct {
           else
             step_seeds.push_back(std::nullopt);
           keyed_gradients weights;
-          std::vector<std::optional<any_tensor>> inputs = steps[t]->backward(step_seeds, weights);
           // A graph's fused backward runs once: each step's residuals go as
           // soon as it is done.
-          steps[t].reset();
+          std::vector<std::optional<any_tensor>> inputs = steps[t].take(*step)->backward(step_seeds, weights);
           merge_gradients(captured, std::move(weights));
           carry_gradients.assign(inputs.begin(), inputs.begin() + carries);
           if (inputs.back()) {
@@ -170,8 +173,9 @@ auto scan(Fn fn, const Carry& carry, const Xs& xs) {
         static_assert(std::is_same_v<outputs, std::tuple<typename C::value_type..., Y>>,
                       "tandem::scan: the step must return a carry of the element types it is given");
         if constexpr (detail::any_symbolic<C..., Xs>) {
-          detail::scan_construct<Fn, X, Y, typename C::value_type...> construct{
-              detail::subgraph<Fn, typename C::value_type..., X>("scan", fn)};
+          using construct_type = detail::scan_construct<Fn, X, Y, typename C::value_type...>;
+          using step_graph = typename construct_type::step_graph;
+          construct_type construct{std::shared_ptr<const step_graph>(new step_graph("scan", fn))};
           return detail::make_control<typename C::value_type..., Y>("scan", std::move(construct),
                                                                      detail::as_operand(c)..., detail::as_operand(xs));
         } else {
