@@ -55,6 +55,7 @@ case "${1:-}" in
     for b in build/release/bench/bench_*; do
       case "$b" in
         *call_overhead) args=(ten-jit 10) ;;
+        *rnn_memory) args=(recompute) ;;
         *cuda*) continue ;;
         *) args=(--benchmark_min_time=0.001) ;;
       esac
