@@ -1,12 +1,19 @@
-# Compiles SOURCE (front end only) with INCLUDES. With MESSAGE empty, passes
-# when it compiles; otherwise passes when it fails and its first line
-# containing "error" matches MESSAGE.
+# Compiles SOURCE (front end only) with INCLUDES and DEFINES. With MESSAGE
+# empty, passes when it compiles; otherwise passes when it fails and its
+# first line containing "error" matches MESSAGE (the compiler stops at that
+# first error: -Wfatal-errors halves the time of a check).
 set(flags -std=c++20 -fsyntax-only)
 foreach(dir IN LISTS INCLUDES)
   if(dir)
     list(APPEND flags "-I${dir}")
   endif()
 endforeach()
+foreach(definition IN LISTS DEFINES)
+  list(APPEND flags "-D${definition}")
+endforeach()
+if(NOT MESSAGE STREQUAL "")
+  list(APPEND flags -Wfatal-errors)
+endif()
 execute_process(COMMAND ${COMPILER} ${flags} ${SOURCE}
   RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE output)
 get_filename_component(name ${SOURCE} NAME)

@@ -14,7 +14,6 @@
 // time: the first call with each signature of operands runs the branches
 // not taken as well, without gradients, and compares).
 
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -216,7 +215,7 @@ auto branch_on(const char* name, const S& selector, const std::tuple<F...>& fns,
                           fns)};
     return single_or_tuple(std::apply(
         [&]<class... Out>(Out...) {
-          return make_control<Out...>(name, std::move(c), as_symbol<void>(selector), as_symbol<void>(x)...);
+          return make_control<Out...>(name, std::move(c), as_operand(selector), as_operand(x)...);
         },
         outputs{}));
   } else {

@@ -89,6 +89,13 @@ class kept_iteration {
   std::vector<any_tensor> inputs_;
 };
 
+// A construct's operand as a node of the graph: a traced value as it is, a
+// tensor as a captured one.
+template <class X>
+auto as_operand(const X& x) {
+  return as_symbol<void>(x);
+}
+
 // A tensor standing for `t` in a run that may be differentiated: a fresh
 // leaf that requires a gradient where its type can have one.
 inline any_tensor differentiable_leaf(const any_tensor& t) {
@@ -168,16 +175,5 @@ auto as_tuple(R&& r) {
   if constexpr (is_tensor_v<std::decay_t<R>>) return std::tuple{std::forward<R>(r)};
   else return std::forward<R>(r);
 }
-
-// The element types of what a function returns on operands X..., whether it
-// returns one value or a tuple of them.
-template <class R>
-struct result_types {
-  using type = std::tuple<typename R::value_type>;
-};
-template <class... R>
-struct result_types<std::tuple<R...>> {
-  using type = std::tuple<typename R::value_type...>;
-};
 
 }  // namespace tandem::detail

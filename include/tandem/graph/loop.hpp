@@ -172,16 +172,6 @@ struct while_construct {
   }
 };
 
-template <class R, class... X>
-constexpr bool returns_state() {
-  return std::is_same_v<typename result_types<R>::type, std::tuple<typename X::value_type...>>;
-}
-
-template <class X>
-auto as_operand(const X& x) {
-  return as_symbol<void>(x);
-}
-
 }  // namespace detail
 
 // A loop body (fori_loop, scan) whose backward runs each iteration's

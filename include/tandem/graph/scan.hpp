@@ -145,13 +145,6 @@ auto carry_tuple(const C& c) {
   else return std::apply([](const auto&... x) { return std::tuple<const std::decay_t<decltype(x)>&...>(x...); }, c);
 }
 
-template <class Tuple>
-struct value_types_of;
-template <class... C>
-struct value_types_of<std::tuple<C...>> {
-  using type = std::tuple<typename std::decay_t<C>::value_type...>;
-};
-
 }  // namespace detail
 
 template <class Fn, class Carry, class Xs>
