@@ -133,17 +133,18 @@ inline bool any_requires_gradient(const std::vector<any_tensor>& inputs, const k
 // entry per tensor, so that a loop's per-iteration gradients of a weight do
 // not outlive the iteration that made them.
 inline void merge_gradients(keyed_gradients& totals, keyed_gradients&& more) {
-  for (auto& [key, g] : more) {
+  // Not a structured binding: clang 14 refuses to capture one in a lambda.
+  for (auto& entry : more) {
     auto same = totals.begin();
-    while (same != totals.end() && same->first != key) ++same;
+    while (same != totals.end() && same->first != entry.first) ++same;
     if (same == totals.end()) {
-      totals.emplace_back(key, std::move(g));
+      totals.push_back(std::move(entry));
       continue;
     }
     std::visit(
         [&](auto& sum) {
           using T = typename std::decay_t<decltype(sum)>::value_type;
-          if constexpr (std::is_floating_point_v<T>) accumulate(sum, std::get<tensor<T>>(g));
+          if constexpr (std::is_floating_point_v<T>) accumulate(sum, std::get<tensor<T>>(entry.second));
         },
         same->second);
   }

@@ -145,58 +145,61 @@ auto carry_tuple(const C& c) {
   else return std::apply([](const auto&... x) { return std::tuple<const std::decay_t<decltype(x)>&...>(x...); }, c);
 }
 
+// scan on one carry of types C... (a function template, so that the branch
+// not taken is never instantiated).
+template <class Fn, class Xs, class... C>
+auto scan_over(Fn fn, const Xs& xs, const C&... c) {
+  static_assert(((is_tensor_v<C> || is_symbolic_v<C>) && ...),
+                "tandem::scan: the carry must be a tensor, a value of the static graph being traced, or a "
+                "std::tuple of them");
+  using X = typename Xs::value_type;
+  using outputs = typename detail::subgraph<Fn, typename C::value_type..., X>::output_types;
+  static_assert(std::tuple_size_v<outputs> == sizeof...(C) + 1,
+                "tandem::scan: the step must return std::tuple{carry..., y}: the new carry and the step's "
+                "output");
+  using Y = std::tuple_element_t<sizeof...(C), outputs>;
+  static_assert(std::is_same_v<outputs, std::tuple<typename C::value_type..., Y>>,
+                "tandem::scan: the step must return a carry of the element types it is given");
+  if constexpr (detail::any_symbolic<C..., Xs>) {
+    using construct_type = detail::scan_construct<Fn, X, Y, typename C::value_type...>;
+    using step_graph = typename construct_type::step_graph;
+    construct_type construct{std::shared_ptr<const step_graph>(new step_graph("scan", fn))};
+    return detail::make_control<typename C::value_type..., Y>("scan", std::move(construct),
+                                                               detail::as_operand(c)..., detail::as_operand(xs));
+  } else {
+    const std::int64_t length = detail::scan_length(xs.shape());
+    auto graph = jit(std::move(fn));
+    std::tuple<tensor<typename C::value_type>...> current{c...};
+    std::vector<tensor<Y>> ys;
+    for (std::int64_t t = 0; t < length; ++t) {
+      auto out = std::apply(
+          [&](const auto&... s) { return graph(s..., xs.take(0, t, 1).squeeze(0)); }, current);
+      auto next = [&]<std::size_t... K>(std::index_sequence<K...>) {
+        return std::tuple<tensor<typename C::value_type>...>{std::get<K>(out)...};
+      }(std::index_sequence_for<C...>{});
+      std::vector<detail::any_tensor> before, after;
+      std::apply([&](const auto&... s) { (before.push_back(detail::any_tensor(s)), ...); }, current);
+      std::apply([&](const auto&... s) { (after.push_back(detail::any_tensor(s)), ...); }, next);
+      detail::require_state_shapes("scan", before, after);
+      const tensor<Y>& y = std::get<sizeof...(C)>(out);
+      if (!ys.empty() && y.shape() != ys.front().shape())
+        throw shape_error("tandem::scan: the step's output changed shape from " + to_string(ys.front().shape()) +
+                          " to " + to_string(y.shape()) + " at step " + std::to_string(t));
+      ys.push_back(y);
+      current = std::move(next);
+    }
+    return std::tuple_cat(std::move(current), std::tuple{stack(ys)});
+  }
+}
+
 }  // namespace detail
 
 template <class Fn, class Carry, class Xs>
 auto scan(Fn fn, const Carry& carry, const Xs& xs) {
   static_assert(is_tensor_v<Xs> || is_symbolic_v<Xs>,
                 "tandem::scan: xs must be a tensor or a value of the static graph being traced");
-  auto carried = detail::carry_tuple(carry);
-  return std::apply(
-      [&]<class... C>(const C&... c) {
-        static_assert(((is_tensor_v<C> || is_symbolic_v<C>) && ...),
-                      "tandem::scan: the carry must be a tensor, a value of the static graph being traced, or a "
-                      "std::tuple of them");
-        using X = typename Xs::value_type;
-        using outputs = typename detail::subgraph<Fn, typename C::value_type..., X>::output_types;
-        static_assert(std::tuple_size_v<outputs> == sizeof...(C) + 1,
-                      "tandem::scan: the step must return std::tuple{carry..., y}: the new carry and the step's "
-                      "output");
-        using Y = std::tuple_element_t<sizeof...(C), outputs>;
-        static_assert(std::is_same_v<outputs, std::tuple<typename C::value_type..., Y>>,
-                      "tandem::scan: the step must return a carry of the element types it is given");
-        if constexpr (detail::any_symbolic<C..., Xs>) {
-          using construct_type = detail::scan_construct<Fn, X, Y, typename C::value_type...>;
-          using step_graph = typename construct_type::step_graph;
-          construct_type construct{std::shared_ptr<const step_graph>(new step_graph("scan", fn))};
-          return detail::make_control<typename C::value_type..., Y>("scan", std::move(construct),
-                                                                     detail::as_operand(c)..., detail::as_operand(xs));
-        } else {
-          const std::int64_t length = detail::scan_length(xs.shape());
-          auto graph = jit(std::move(fn));
-          std::tuple<tensor<typename C::value_type>...> current{c...};
-          std::vector<tensor<Y>> ys;
-          for (std::int64_t t = 0; t < length; ++t) {
-            auto out = std::apply(
-                [&](const auto&... s) { return graph(s..., xs.take(0, t, 1).squeeze(0)); }, current);
-            auto next = [&]<std::size_t... K>(std::index_sequence<K...>) {
-              return std::tuple<tensor<typename C::value_type>...>{std::get<K>(out)...};
-            }(std::index_sequence_for<C...>{});
-            std::vector<detail::any_tensor> before, after;
-            std::apply([&](const auto&... s) { (before.push_back(detail::any_tensor(s)), ...); }, current);
-            std::apply([&](const auto&... s) { (after.push_back(detail::any_tensor(s)), ...); }, next);
-            detail::require_state_shapes("scan", before, after);
-            const tensor<Y>& y = std::get<sizeof...(C)>(out);
-            if (!ys.empty() && y.shape() != ys.front().shape())
-              throw shape_error("tandem::scan: the step's output changed shape from " + to_string(ys.front().shape()) +
-                                " to " + to_string(y.shape()) + " at step " + std::to_string(t));
-            ys.push_back(y);
-            current = std::move(next);
-          }
-          return std::tuple_cat(std::move(current), std::tuple{stack(ys)});
-        }
-      },
-      carried);
+  return std::apply([&](const auto&... c) { return detail::scan_over(std::move(fn), xs, c...); },
+                    detail::carry_tuple(carry));
 }
 
 }  // namespace tandem
