@@ -88,6 +88,16 @@ class typed_subgraph_run final : public subgraph_run {
   std::vector<const void*> keys_;
 };
 
+// The element types of a graph's outputs. (A trait, not a decltype of a
+// lambda: clang 14 crashes reading such a decltype back from a precompiled
+// header.)
+template <class Root>
+struct output_types_of;
+template <class... C>
+struct output_types_of<outputs_node<C...>> {
+  using type = std::tuple<typename C::value_type...>;
+};
+
 // f traced on symbolic inputs of element types T...
 template <class... T, class F>
 auto trace_on_inputs(const F& f) {
@@ -115,9 +125,7 @@ class subgraph {
   const root_type& root() const { return root_; }
 
   // The element types of the outputs.
-  using output_types = decltype(apply_operands([](const auto&... out) {
-    return std::tuple<typename std::decay_t<decltype(out)>::value_type...>{};
-  }, std::declval<const root_type&>().children));
+  using output_types = typename output_types_of<root_type>::type;
 
   // Runs the graph on `inputs` from `first` on (tensors of the types T...,
   // in order).
