@@ -43,17 +43,15 @@ inline std::size_t branch_index(const char* construct, const any_tensor& selecto
   return std::visit(
       [&](const auto& x) -> std::size_t {
         using T = typename std::decay_t<decltype(x)>::value_type;
-        require_scalar_predicate(construct, x.shape());
         if constexpr (std::is_same_v<T, bool>) {
+          require_one_value(construct, "the predicate", x.shape());
           return x.item() ? 0 : 1;
-        } else if constexpr (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>) {
-          const std::int64_t index = x.item();
+        } else {
+          const std::int64_t index = integer_value(construct, "the index", selector);
           if (index < 0 || index >= static_cast<std::int64_t>(count))
             throw value_error(std::string("tandem::") + construct + ": the index " + std::to_string(index) +
                               " picks none of the " + std::to_string(count) + " branches");
           return static_cast<std::size_t>(index);
-        } else {
-          throw error(std::string("tandem::") + construct + ": the index must be an int32 or int64 scalar");
         }
       },
       selector);
@@ -169,11 +167,7 @@ auto run_branches_eagerly(const char* name, std::size_t taken, bool boolean, con
   auto collect = [&](std::size_t index) {
     std::vector<any_tensor> values;
     [&]<std::size_t... K>(std::index_sequence<K...>) {
-      ((K == index ? (std::apply([&](const auto&... t) { (values.push_back(any_tensor(t)), ...); },
-                                 call(std::integral_constant<std::size_t, K>{})),
-                      0)
-                   : 0),
-       ...);
+      ((K == index ? (values = any_tensors(call(std::integral_constant<std::size_t, K>{})), 0) : 0), ...);
     }(std::index_sequence_for<F...>{});
     return values;
   };
@@ -183,8 +177,7 @@ auto run_branches_eagerly(const char* name, std::size_t taken, bool boolean, con
   }(std::index_sequence_for<F...>{});
   if (first_call_with<Tag>(signature_of(x...))) {
     no_grad plain;
-    std::vector<any_tensor> values;
-    std::apply([&](const auto&... t) { (values.push_back(any_tensor(t)), ...); }, *result);
+    const std::vector<any_tensor> values = any_tensors(*result);
     for (std::size_t other = 0; other < sizeof...(F); ++other)
       if (other != taken) require_same_shapes(name, values, taken, collect(other), other, boolean);
   }

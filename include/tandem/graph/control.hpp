@@ -57,18 +57,13 @@ auto make_control(const char* name, Impl impl, const sym<N>&... operands) {
 
 // A loop body whose residuals the backward recomputes instead of keeping
 // them from the forward (recompute(body), graph/loop.hpp).
+struct recompute_tag {};
 template <class F>
-struct recomputed {
-  F fn;
-  template <class... A>
-  auto operator()(const A&... a) const -> decltype(fn(a...)) {
-    return fn(a...);
-  }
-};
+using recomputed = tagged_function<recompute_tag, F>;
 template <class F>
 inline constexpr bool is_recomputed = false;
 template <class F>
-inline constexpr bool is_recomputed<recomputed<F>> = true;
+inline constexpr bool is_recomputed<tagged_function<recompute_tag, F>> = true;
 
 // What a loop keeps of one iteration for its backward: the run, with its
 // residuals; or, when its body recomputes, the run's inputs, to run it
@@ -96,9 +91,10 @@ auto as_operand(const X& x) {
   return as_symbol<void>(x);
 }
 
-// A tensor standing for `t` in a run that may be differentiated: a fresh
-// leaf that requires a gradient where its type can have one.
-inline any_tensor differentiable_leaf(const any_tensor& t) {
+// A tensor standing for `t` in a run that may be differentiated: where
+// `wanted`, a fresh leaf that requires a gradient (if its type can have one).
+inline any_tensor leaf_for(const any_tensor& t, bool wanted) {
+  if (!wanted) return t;
   return std::visit(
       [](const auto& x) {
         using T = typename std::decay_t<decltype(x)>::value_type;
@@ -107,12 +103,6 @@ inline any_tensor differentiable_leaf(const any_tensor& t) {
         return any_tensor(leaf);
       },
       t);
-}
-
-// A tensor standing for `t` in a run that may be differentiated, requiring
-// a gradient where `wanted` and its type can have one.
-inline any_tensor leaf_for(const any_tensor& t, bool wanted) {
-  return wanted ? differentiable_leaf(t) : t;
 }
 
 inline bool requires_gradient(const any_tensor& t) {
@@ -154,13 +144,32 @@ inline const shape& shape_of(const any_tensor& t) {
   return std::visit([](const auto& x) -> const shape& { return x.shape(); }, t);
 }
 
-// A predicate (of cond, of while_loop) or a loop bound: one value.
-inline void require_scalar_predicate(const char* construct, const shape& s) {
-  std::int64_t count = 1;
-  for (std::int64_t extent : s) count *= extent;
-  if (count != 1)
-    throw shape_error(std::string("tandem::") + construct + ": the predicate must hold one value, but has shape " +
+// A predicate, an index or a loop bound (`what`): one value.
+inline void require_one_value(const char* construct, const char* what, const shape& s) {
+  if (numel(s) != 1)
+    throw shape_error(std::string("tandem::") + construct + ": " + what + " must hold one value, but has shape " +
                       to_string(s));
+}
+
+// The value of an int32 or int64 scalar: an index or a loop bound (`what`).
+inline std::int64_t integer_value(const char* construct, const char* what, const any_tensor& t) {
+  return std::visit(
+      [&](const auto& x) -> std::int64_t {
+        using T = typename std::decay_t<decltype(x)>::value_type;
+        if constexpr (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>) {
+          require_one_value(construct, what, x.shape());
+          return static_cast<std::int64_t>(x.item());
+        } else {
+          throw error(std::string("tandem::") + construct + ": " + what + " must be an int32 or int64 scalar");
+        }
+      },
+      t);
+}
+
+// A tuple of tensors as a vector of any_tensor.
+template <class Tuple>
+std::vector<any_tensor> any_tensors(const Tuple& tensors) {
+  return std::apply([](const auto&... t) { return std::vector<any_tensor>{any_tensor(t)...}; }, tensors);
 }
 
 // One output or a tuple of them, as the construct's function returned.

@@ -40,16 +40,11 @@ struct host_operand<sym<N>> {
 
 // The function of a host node: the user's, under a type the dumps know, so
 // that they show the graph break as one.
+struct host_tag {};
 template <class Fn>
-struct host_call {
-  Fn fn;
-  template <class... A>
-  auto operator()(const A&... a) const -> decltype(fn(a...)) {
-    return fn(a...);
-  }
-};
+using host_call = tagged_function<host_tag, Fn>;
 template <class Fn>
-inline constexpr bool is_host_call<host_call<Fn>> = true;
+inline constexpr bool is_host_call<tagged_function<host_tag, Fn>> = true;
 
 template <class Fn, class... X>
 constexpr bool host_returns_tensor() {

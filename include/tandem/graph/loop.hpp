@@ -41,20 +41,6 @@ inline void require_state_shapes(const char* construct, const std::vector<any_te
                         to_string(shape_of(after[k])));
 }
 
-inline std::int64_t loop_bound(const char* construct, const any_tensor& t) {
-  return std::visit(
-      [&](const auto& x) -> std::int64_t {
-        using T = typename std::decay_t<decltype(x)>::value_type;
-        if constexpr (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>) {
-          require_scalar_predicate(construct, x.shape());
-          return static_cast<std::int64_t>(x.item());
-        } else {
-          throw error(std::string("tandem::") + construct + ": a loop bound must be an int32 or int64 scalar");
-        }
-      },
-      t);
-}
-
 template <class Body, class... T>
 struct fori_construct {
   using body_graph = subgraph<Body, std::int64_t, T...>;
@@ -77,7 +63,8 @@ struct fori_construct {
 
   // operands: lo, hi, then the state.
   control_run run(const std::vector<any_tensor>& operands, bool for_backward) const {
-    const std::int64_t lo = loop_bound("fori_loop", operands[0]), hi = loop_bound("fori_loop", operands[1]);
+    const std::int64_t lo = integer_value("fori_loop", "a loop bound", operands[0]);
+    const std::int64_t hi = integer_value("fori_loop", "a loop bound", operands[1]);
     std::vector<any_tensor> state(operands.begin() + 2, operands.end());
     std::vector<kept_iteration> iterations;
     control_run result{{}, {}, std::nullopt};
@@ -159,7 +146,7 @@ struct while_construct {
       counters().ran(0);
       refuse_gradients(*test);
       const tensor<bool>& holds = std::get<tensor<bool>>(test->outputs()[0]);
-      require_scalar_predicate("while_loop", holds.shape());
+      require_one_value("while_loop", "the condition", holds.shape());
       if (!holds.item()) break;
       auto step = body.run(state, false);
       counters().ran(1);
@@ -205,17 +192,14 @@ auto fori_loop(const Lo& lo, const Hi& hi, Body body, const X&... state) {
         "fori_loop", std::move(c), detail::as_operand(bound(lo)), detail::as_operand(bound(hi)),
         detail::as_operand(state)...));
   } else {
-    const std::int64_t first = detail::loop_bound("fori_loop", detail::any_tensor(bound(lo)));
-    const std::int64_t last = detail::loop_bound("fori_loop", detail::any_tensor(bound(hi)));
+    const std::int64_t first = detail::integer_value("fori_loop", "a loop bound", detail::any_tensor(bound(lo)));
+    const std::int64_t last = detail::integer_value("fori_loop", "a loop bound", detail::any_tensor(bound(hi)));
     auto graph = jit(std::move(body));
     std::tuple<tensor<typename X::value_type>...> current{state...};
     for (std::int64_t i = first; i < last; ++i) {
       auto next = detail::as_tuple(
           std::apply([&](const auto&... s) { return graph(full<std::int64_t>({}, i), s...); }, current));
-      std::vector<detail::any_tensor> before, after;
-      std::apply([&](const auto&... s) { (before.push_back(detail::any_tensor(s)), ...); }, current);
-      std::apply([&](const auto&... s) { (after.push_back(detail::any_tensor(s)), ...); }, next);
-      detail::require_state_shapes("fori_loop", before, after);
+      detail::require_state_shapes("fori_loop", detail::any_tensors(current), detail::any_tensors(next));
       current = std::move(next);
     }
     return detail::single_or_tuple(std::move(current));
@@ -249,13 +233,10 @@ auto while_loop(Cond cond_fn, Body body, const X&... state) {
     std::tuple<tensor<typename X::value_type>...> current{state...};
     while (true) {
       tensor<bool> holds = std::apply(test, current);
-      detail::require_scalar_predicate("while_loop", holds.shape());
+      detail::require_one_value("while_loop", "the condition", holds.shape());
       if (!holds.item()) break;
       auto next = detail::as_tuple(std::apply(graph, current));
-      std::vector<detail::any_tensor> before, after;
-      std::apply([&](const auto&... s) { (before.push_back(detail::any_tensor(s)), ...); }, current);
-      std::apply([&](const auto&... s) { (after.push_back(detail::any_tensor(s)), ...); }, next);
-      detail::require_state_shapes("while_loop", before, after);
+      detail::require_state_shapes("while_loop", detail::any_tensors(current), detail::any_tensors(next));
       if (std::apply([](const auto&... s) { return (s.requires_grad() || ...); }, next))
         throw error(
             "tandem::while_loop: has no derivative (its trip count depends on the values), but a tensor its body "

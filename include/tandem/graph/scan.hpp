@@ -177,10 +177,7 @@ auto scan_over(Fn fn, const Xs& xs, const C&... c) {
       auto next = [&]<std::size_t... K>(std::index_sequence<K...>) {
         return std::tuple<tensor<typename C::value_type>...>{std::get<K>(out)...};
       }(std::index_sequence_for<C...>{});
-      std::vector<detail::any_tensor> before, after;
-      std::apply([&](const auto&... s) { (before.push_back(detail::any_tensor(s)), ...); }, current);
-      std::apply([&](const auto&... s) { (after.push_back(detail::any_tensor(s)), ...); }, next);
-      detail::require_state_shapes("scan", before, after);
+      detail::require_state_shapes("scan", detail::any_tensors(current), detail::any_tensors(next));
       const tensor<Y>& y = std::get<sizeof...(C)>(out);
       if (!ys.empty() && y.shape() != ys.front().shape())
         throw shape_error("tandem::scan: the step's output changed shape from " + to_string(ys.front().shape()) +

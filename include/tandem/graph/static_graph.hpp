@@ -121,7 +121,7 @@ class static_graph {
     // As a call would record: an input that requires a gradient, or any
     // captured tensor (a module's parameters), while autograd is on.
     bool inputs_record = is_grad_enabled() && (detail::input_requires_grad(a) || ...);
-    bool captures_record = is_grad_enabled() && has_captured<root_type>();
+    bool captures_record = is_grad_enabled() && detail::reads_captured<root_type>();
     if (inputs_record || captures_record || (out.requires_grad() && is_grad_enabled()))
       throw error(std::string("tandem::jit::into: writes into an existing tensor and records no gradient, but ") +
                   (inputs_record     ? "an input requires one"
@@ -186,7 +186,7 @@ class static_graph {
 
     detail::signature signature = detail::signature_of(a...);
     bool known = cache_->known(signature);
-    bool recording = is_grad_enabled() && (detail::input_requires_grad(a) || ... || has_captured<root_type>());
+    bool recording = is_grad_enabled() && (detail::input_requires_grad(a) || ... || detail::reads_captured<root_type>());
     inputs_type inputs{a...};
     // Types that name the graph type never reach std::make_shared, std::tuple
     // or a shared_ptr conversion: GCC 12 checks those in time exponential in
@@ -212,11 +212,6 @@ class static_graph {
   void remember(const detail::signature& signature) const {
     cache_->insert(signature);
     detail::for_each_construct<Root>([&](const detail::construct_counters& c) { cache_->add_construct(&c); });
-  }
-
-  template <class Root>
-  static constexpr bool has_captured() {
-    return detail::reads_captured<Root>();
   }
 
   template <class Root>

@@ -51,7 +51,8 @@ class typed_subgraph_run final : public subgraph_run {
     apply_operands(
         [&](const auto&... out) {
           (outputs_.push_back(any_tensor(executor_.value(out))), ...);
-          (keys_.push_back(key_of(out)), ...);
+          // The outputs' keys, to seed them: only a backward needs them.
+          if (for_backward) keys_ = {key_of(out)...};
         },
         root.children);
   }

@@ -119,6 +119,18 @@ inline constexpr bool is_control_flow = false;
 template <class Fn>
 inline constexpr bool is_control_output = false;
 
+// A user's function under a type that says what it is for: a host call's
+// (host.hpp), a loop body to recompute (control.hpp). The graph's passes and
+// dumps tell them apart by the tag.
+template <class Tag, class F>
+struct tagged_function {
+  F fn;
+  template <class... A>
+  auto operator()(const A&... a) const -> decltype(fn(a...)) {
+    return fn(a...);
+  }
+};
+
 template <class N>
 inline constexpr bool is_pure = false;
 template <std::size_t I, class T>

@@ -14,21 +14,21 @@ template <class Root, class Inputs>
 template <class N>
 tensor<bool> executor<Root, Inputs>::run_control(const sym<N>& s, const void* key) {
   const N& node = s.node();
-  std::vector<any_tensor> operands;
-  std::vector<const void*> keys;
-  apply_operands(
+  std::vector<any_tensor> operands = apply_operands(
       [&](const auto&... c) {
-        (operands.push_back(for_backward_ ? any_tensor(fresh_leaf(value(c), needs_gradient(c))) : any_tensor(value(c))),
-         ...);
-        (keys.push_back(key_of(c)), ...);
+        return std::vector<any_tensor>{
+            (for_backward_ ? any_tensor(fresh_leaf(value(c), needs_gradient(c))) : any_tensor(value(c)))...};
       },
       node.children);
   control_run run = node.fn.impl.run(operands, for_backward_);
   for (auto& [captured_key, value] : run.captured) captured_.emplace(captured_key, value);
   std::size_t outputs = run.outputs.size();
   control_outputs_.emplace(key, std::move(run.outputs));
-  if (for_backward_ && run.backward)
-    steps_.push_back({key, [backward = std::move(*run.backward), keys = std::move(keys), key, outputs](
+  // The construct's value is a placeholder (an empty tensor allocates
+  // nothing): its outputs are kept aside.
+  if (!for_backward_ || !run.backward) return tensor<bool>();
+  auto keys = apply_operands([](const auto&... c) { return std::vector<const void*>{key_of(c)...}; }, node.children);
+  steps_.push_back({key, [backward = std::move(*run.backward), keys = std::move(keys), key, outputs](
                                executor& self, const any_tensor&) mutable {
                         std::vector<std::optional<any_tensor>> seeds(outputs);
                         if (auto* found = self.control_seeds_.find(key))
@@ -39,7 +39,6 @@ tensor<bool> executor<Root, Inputs>::run_control(const sym<N>& s, const void* ke
                           if (gradients[k]) self.add_any_gradient(keys[k], *gradients[k]);
                         for (auto& [captured_key, g] : captured) self.add_any_gradient(captured_key, g);
                       }});
-  // A placeholder: the outputs are kept aside. (An empty tensor allocates nothing.)
   return tensor<bool>();
 }
 
