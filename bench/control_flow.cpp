@@ -134,6 +134,51 @@ void cond_branch_alone(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(graph(x).data());
 }
 
+// The construct alone: a graph that is only the cond, on a predicate passed
+// in; the taken branch alone is the limit.
+void cond_alone(benchmark::State& state) {
+  tensor<float> x = small_input();
+  tensor<bool> yes = full<bool>({}, true);
+  auto graph = jit([](const auto& p, const auto& a) { return cond(p, taken_branch, other_branch, a); });
+  for (auto _ : state) benchmark::DoNotOptimize(graph(yes, x).data());
+}
+
+// A cond in a hot loop: 1000 iterations of a fori_loop whose body takes a
+// branch on a predicate carried in the state, against the same loop whose
+// body is that branch; the difference per iteration is what the construct
+// costs where it runs over and over.
+constexpr std::int64_t hot_iterations = 1000;
+auto hot_taken = [](const auto& a) { return tanh(a) * 0.5f + 0.25f; };
+auto hot_other = [](const auto& a) { return a * a - 1.0f; };
+
+void cond_hot_loop(benchmark::State& state) {
+  tensor<float> x = small_input();
+  tensor<bool> yes = full<bool>({}, true);
+  auto graph = jit([](const auto& p, const auto& a) {
+    return fori_loop(
+        0, hot_iterations,
+        [](const auto&, const auto& q, const auto& b) { return std::tuple{q, cond(q, hot_taken, hot_other, b)}; }, p,
+        a);
+  });
+  for (auto _ : state) benchmark::DoNotOptimize(std::get<1>(graph(yes, x)).data());
+  state.SetItemsProcessed(state.iterations() * hot_iterations);
+}
+
+void cond_hot_loop_branch_only(benchmark::State& state) {
+  tensor<float> x = small_input();
+  tensor<bool> yes = full<bool>({}, true);
+  auto graph = jit([](const auto& p, const auto& a) {
+    return fori_loop(
+        0, hot_iterations, [](const auto&, const auto& q, const auto& b) { return std::tuple{q, hot_taken(b)}; }, p,
+        a);
+  });
+  for (auto _ : state) benchmark::DoNotOptimize(std::get<1>(graph(yes, x)).data());
+  state.SetItemsProcessed(state.iterations() * hot_iterations);
+}
+
+BENCHMARK(cond_alone);
+BENCHMARK(cond_hot_loop)->Unit(benchmark::kMicrosecond);
+BENCHMARK(cond_hot_loop_branch_only)->Unit(benchmark::kMicrosecond);
 BENCHMARK(cond_in_graph);
 BENCHMARK(cond_branch_inline);
 BENCHMARK(cond_branch_alone);

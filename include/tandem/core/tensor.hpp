@@ -307,8 +307,12 @@ class tensor {
   tensor& fill(S value) {
     check_writable("fill");
     T v = static_cast<T>(value);
-    detail::elementwise<T, T>(detail::identity_op{}, shape_, data(), strides_,
-                              detail::operand<T>{&v, detail::dims(shape_.size(), 0)});
+    // A small contiguous tensor (a constant, a loop's index) needs no
+    // kernel set up for it; a large one is filled by the threads.
+    if (numel() <= 4096 && is_contiguous()) std::fill_n(data(), numel(), v);
+    else
+      detail::elementwise<T, T>(detail::identity_op{}, shape_, data(), strides_,
+                                detail::operand<T>{&v, detail::dims(shape_.size(), 0)});
     storage_->bump_version();
     return *this;
   }

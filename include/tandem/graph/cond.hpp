@@ -39,22 +39,21 @@ inline signature signature_of_operands(const std::vector<any_tensor>& operands, 
 }
 
 // Which branch a predicate or an index picks, of `count`.
+template <class T>
+std::size_t branch_index(const char* construct, const tensor<T>& selector, std::size_t count) {
+  if constexpr (std::is_same_v<T, bool>) {
+    require_one_value(construct, "the predicate", selector.shape());
+    return selector.item() ? 0 : 1;
+  } else {
+    const std::int64_t index = integer_value(construct, "the index", any_tensor(selector));
+    if (index < 0 || index >= static_cast<std::int64_t>(count))
+      throw value_error(std::string("tandem::") + construct + ": the index " + std::to_string(index) +
+                        " picks none of the " + std::to_string(count) + " branches");
+    return static_cast<std::size_t>(index);
+  }
+}
 inline std::size_t branch_index(const char* construct, const any_tensor& selector, std::size_t count) {
-  return std::visit(
-      [&](const auto& x) -> std::size_t {
-        using T = typename std::decay_t<decltype(x)>::value_type;
-        if constexpr (std::is_same_v<T, bool>) {
-          require_one_value(construct, "the predicate", x.shape());
-          return x.item() ? 0 : 1;
-        } else {
-          const std::int64_t index = integer_value(construct, "the index", selector);
-          if (index < 0 || index >= static_cast<std::int64_t>(count))
-            throw value_error(std::string("tandem::") + construct + ": the index " + std::to_string(index) +
-                              " picks none of the " + std::to_string(count) + " branches");
-          return static_cast<std::size_t>(index);
-        }
-      },
-      selector);
+  return std::visit([&](const auto& x) { return branch_index(construct, x, count); }, selector);
 }
 
 // Compares the outputs of two branches, shape by shape.
@@ -75,10 +74,15 @@ inline void require_same_shapes(const char* construct, const std::vector<any_ten
 }
 
 // Whether no call of the construct `Tag` (a program point and its operand
-// types) had operands of this signature before.
+// types) had operands of this signature before. A hot loop calls with one
+// signature over and over: each thread compares with the last one it saw
+// before it asks the shared cache, which takes a lock.
 template <class Tag>
 bool first_call_with(const signature& s) {
   static plan_cache checked;
+  static thread_local signature last;
+  if (s == last) return false;
+  last = s;
   if (checked.known(s)) return false;
   checked.insert(s);
   return true;
@@ -116,39 +120,68 @@ struct branch_construct<Boolean, std::tuple<F...>, T...> {
   // operands: the predicate or index, then the branches' operands.
   control_run run(const std::vector<any_tensor>& operands, bool for_backward) const {
     const std::size_t taken = branch_index(name, operands[0], sizeof...(F));
-    std::unique_ptr<subgraph_run> branch = run_branch(taken, operands, for_backward);
     counters().ran(taken);
-    if (first_call_with<branch_construct>(signature_of_operands(operands, 1))) {
-      no_grad plain;
-      for (std::size_t other = 0; other < sizeof...(F); ++other)
-        if (other != taken)
-          require_same_shapes(name, branch->outputs(), taken, run_branch(other, operands, false)->outputs(), other,
-                              Boolean);
-    }
     control_run result{{}, {}, std::nullopt};
-    branch->captured(result.captured);
     if (for_backward) {
+      std::unique_ptr<subgraph_run> branch = run_branch(taken, operands);
       result.outputs = branch->outputs();
-      result.backward = [branch = std::move(branch)](const std::vector<std::optional<any_tensor>>& seeds,
-                                                     keyed_gradients& captured) {
+      branch->captured(result.captured);
+      result.backward = [branch = std::move(branch)](const std::vector<std::optional<any_tensor>>& seeds, keyed_gradients& captured) {
         std::vector<std::optional<any_tensor>> gradients{std::nullopt};
         for (auto& g : branch->backward(seeds, captured)) gradients.push_back(std::move(g));
         return gradients;
       };
     } else {
-      result.outputs = branch->take_outputs();
+      result.outputs = evaluate_branch(taken, operands);
+    }
+    if (first_call_with<branch_construct>(signature_of_operands(operands, 1))) {
+      no_grad plain;
+      for (std::size_t other = 0; other < sizeof...(F); ++other)
+        if (other != taken)
+          require_same_shapes(name, result.outputs, taken, evaluate_branch(other, operands), other, Boolean);
     }
     return result;
   }
 
-  // The branch `index` on the operands after the predicate.
-  std::unique_ptr<subgraph_run> run_branch(std::size_t index, const std::vector<any_tensor>& operands,
-                                           bool for_backward) const {
+  // The same on a forward-only run, on typed tensors: the executor runs
+  // this instead of run() (graph/execute/control.hpp).
+  static constexpr bool forward_only_typed = true;
+  template <class S>
+  auto forward(const tensor<S>& selector, const tensor<T>&... x) const {
+    const std::size_t taken = branch_index(name, selector, sizeof...(F));
+    counters().ran(taken);
+    auto outputs = evaluate_branch(taken, x...);
+    if (first_call_with<branch_construct>(signature_of(x...))) {
+      no_grad plain;
+      const std::vector<any_tensor> values = any_tensors(outputs);
+      for (std::size_t other = 0; other < sizeof...(F); ++other)
+        if (other != taken) require_same_shapes(name, values, taken, any_tensors(evaluate_branch(other, x...)), other, Boolean);
+    }
+    return outputs;
+  }
+  auto evaluate_branch(std::size_t index, const tensor<T>&... x) const {
+    std::optional<decltype(std::get<0>(branches).evaluate(x...))> outputs;
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      ((K == index ? (outputs.emplace(std::get<K>(branches).evaluate(x...)), 0) : 0), ...);
+    }(std::index_sequence_for<F...>{});
+    return std::move(*outputs);
+  }
+
+  // The branch `index` on the operands after the predicate, kept for a backward.
+  std::unique_ptr<subgraph_run> run_branch(std::size_t index, const std::vector<any_tensor>& operands) const {
     std::unique_ptr<subgraph_run> run;
     [&]<std::size_t... K>(std::index_sequence<K...>) {
-      ((K == index ? (run = std::get<K>(branches).run(operands, for_backward, 1), 0) : 0), ...);
+      ((K == index ? (run = std::get<K>(branches).run(operands, true, 1), 0) : 0), ...);
     }(std::index_sequence_for<F...>{});
     return run;
+  }
+  // Its outputs, from a run that keeps nothing.
+  std::vector<any_tensor> evaluate_branch(std::size_t index, const std::vector<any_tensor>& operands) const {
+    std::vector<any_tensor> outputs;
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      ((K == index ? (outputs = std::get<K>(branches).evaluate(operands, 1), 0) : 0), ...);
+    }(std::index_sequence_for<F...>{});
+    return outputs;
   }
 };
 
@@ -212,7 +245,7 @@ auto branch_on(const char* name, const S& selector, const std::tuple<F...>& fns,
         },
         outputs{}));
   } else {
-    const std::size_t taken = branch_index(name, any_tensor(selector), sizeof...(F));
+    const std::size_t taken = branch_index(name, selector, sizeof...(F));
     return run_branches_eagerly<construct>(name, taken, boolean, fns, x...);
   }
 }

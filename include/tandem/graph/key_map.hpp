@@ -7,7 +7,9 @@
 // computed a prime bucket count at each map's first insert and allocated a
 // node per entry, about a tenth of a cached call of one op. Slots come from
 // the caching allocator's per-thread bins, uncounted (core/allocator.hpp),
-// so memory_stats() counts what a call leaves behind, its outputs.
+// so memory_stats() counts what a call leaves behind, its outputs. A map
+// that nearly every call fills (an executor's memo) keeps its first
+// `Inline` slots in the object: a small call allocates no table at all.
 
 #include <bit>
 #include <cstddef>
@@ -20,16 +22,31 @@
 
 namespace tandem::detail {
 
-template <class V>
+template <class V, std::size_t Inline = 0>
 class key_map {
+  static_assert(Inline == 0 || std::has_single_bit(Inline), "tandem internal: a key_map's capacity is a power of two");
+
  public:
   key_map() = default;
   key_map(const key_map&) = delete;
   key_map& operator=(const key_map&) = delete;
-  key_map(key_map&& other) noexcept
-      : slots_(std::exchange(other.slots_, nullptr)),
-        capacity_(std::exchange(other.capacity_, 0)),
-        size_(std::exchange(other.size_, 0)) {}
+  key_map(key_map&& other) noexcept : capacity_(other.capacity_), size_(other.size_) {
+    if (other.slots_ != other.inline_slots()) {
+      slots_ = std::exchange(other.slots_, nullptr);
+    } else {
+      // Same capacity, so every entry keeps its position.
+      slots_ = inline_slots();
+      for (std::size_t i = 0; i < capacity_; ++i) {
+        slots_[i].key = other.slots_[i].key;
+        if (!slots_[i].key) continue;
+        ::new (static_cast<void*>(slots_[i].storage)) V(std::move(*other.slots_[i].value()));
+        other.slots_[i].value()->~V();
+      }
+      other.slots_ = nullptr;
+    }
+    other.capacity_ = 0;
+    other.size_ = 0;
+  }
   key_map& operator=(key_map&&) = delete;
   ~key_map() { release(); }
 
@@ -103,6 +120,12 @@ class key_map {
 
   static constexpr std::size_t first_capacity = 16;
 
+  // Where the first Inline slots live (null without them).
+  slot* inline_slots() noexcept {
+    if constexpr (Inline == 0) return nullptr;
+    else return reinterpret_cast<slot*>(inline_storage_);
+  }
+
   std::size_t home(const void* key) const {
     auto bits = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(key));
     return static_cast<std::size_t>((bits * 0x9E3779B97F4A7C15ull) >> (64 - std::countr_zero(capacity_)));
@@ -112,6 +135,12 @@ class key_map {
   void grow() {
     slot* old = slots_;
     std::size_t old_capacity = capacity_;
+    if (old_capacity == 0 && Inline) {
+      slots_ = inline_slots();
+      capacity_ = Inline;
+      for (std::size_t i = 0; i < capacity_; ++i) slots_[i].key = nullptr;
+      return;
+    }
     capacity_ = old_capacity ? old_capacity * 2 : first_capacity;
     slots_ = static_cast<slot*>(caching_allocator::allocate_uncounted(capacity_ * sizeof(slot)));
     for (std::size_t i = 0; i < capacity_; ++i) slots_[i].key = nullptr;
@@ -123,20 +152,21 @@ class key_map {
       slots_[j].key = old[i].key;
       old[i].value()->~V();
     }
-    if (old) caching_allocator::deallocate_uncounted(old, old_capacity * sizeof(slot));
+    if (old && old != inline_slots()) caching_allocator::deallocate_uncounted(old, old_capacity * sizeof(slot));
   }
 
   void release() noexcept {
     if (!slots_) return;
     for (std::size_t i = 0; i < capacity_; ++i)
       if (slots_[i].key) slots_[i].value()->~V();
-    caching_allocator::deallocate_uncounted(slots_, capacity_ * sizeof(slot));
+    if (slots_ != inline_slots()) caching_allocator::deallocate_uncounted(slots_, capacity_ * sizeof(slot));
     slots_ = nullptr;
   }
 
   slot* slots_ = nullptr;
   std::size_t capacity_ = 0;
   std::size_t size_ = 0;
+  alignas(slot) unsigned char inline_storage_[Inline ? Inline * sizeof(slot) : 1];
 };
 
 }  // namespace tandem::detail

@@ -109,14 +109,16 @@ using all_classes = typename postorder<N, seen_list<>, walk_all>::type;
 template <class N>
 using value_of_t = typename N::value_type;
 
-// Whether a graph reads tensors it was not given: captured ones, its own or
-// those the sub-graphs of its control-flow constructs capture.
+// Whether a graph reads tensors it was not given that could take a
+// gradient: captured floating tensors, its own or those the sub-graphs of
+// its control-flow constructs capture. (A loop's bounds, captured integers,
+// never make a call record.)
 template <class Root>
 constexpr bool reads_captured() {
   bool any = false;
   for_each_type<all_classes<Root>>([&]<class C>(std::type_identity<C>) {
     if constexpr (is_control_node<C>) any = any || C::fn_type::impl_type::reads_captured;
-    else any = any || node_traits<C>::is_captured;
+    else any = any || (node_traits<C>::is_captured && std::is_floating_point_v<value_of_t<C>>);
   });
   return any;
 }

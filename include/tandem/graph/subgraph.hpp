@@ -108,40 +108,71 @@ auto trace_on_inputs(const F& f) {
 }
 
 // A function traced once on inputs of element types T...: its graph, and
-// runs of it on tensors.
+// runs of it on tensors. The trace is taken when the graph is first needed:
+// a cond traces only the branch it takes (the graph holding the construct
+// is traced at each call, and so are its sub-graphs).
 template <class F, class... T>
 class subgraph {
  public:
   using root_type = decltype(trace_on_inputs<T...>(std::declval<const F&>()));
   static constexpr bool reads_captured = detail::reads_captured<root_type>();
 
-  subgraph(const char* construct, const F& f)
-      : root_(trace_on_inputs<T...>(f)), fits_(sharing_check<root_type>(root_).fits()) {
-    if (!fits_)
-      throw error(std::string("tandem::") + construct +
-                  ": a branch or loop body reads two different scalars through nodes of one type (as `x * 2 + "
-                  "x * 3` does), which its static graph cannot hold; write them as one value or pass them as tensors");
-  }
+  subgraph(const char* construct, F f) : construct_(construct), f_(std::move(f)) {}
+  // Runs key the trace's nodes by address: a moved sub-graph traces anew.
+  subgraph(subgraph&& other) : construct_(other.construct_), f_(std::move(other.f_)) {}
+  subgraph& operator=(subgraph&&) = delete;
 
-  const root_type& root() const { return root_; }
+  const root_type& root() const {
+    if (!root_) {
+      root_.emplace(trace_on_inputs<T...>(f_));
+      if (!sharing_check<root_type>(*root_).fits())
+        throw error(std::string("tandem::") + construct_ +
+                    ": a branch or loop body reads two different scalars through nodes of one type (as `x * 2 + "
+                    "x * 3` does), which its static graph cannot hold; write them as one value or pass them as "
+                    "tensors");
+    }
+    return *root_;
+  }
 
   // The element types of the outputs.
   using output_types = typename output_types_of<root_type>::type;
 
-  // Runs the graph on `inputs` from `first` on (tensors of the types T...,
-  // in order).
+  // The outputs of the graph on `inputs` from `first` on (tensors of the
+  // types T..., in order), from a run that keeps nothing: its executor
+  // lives on the stack.
+  std::vector<any_tensor> evaluate(const std::vector<any_tensor>& inputs, std::size_t first = 0) const {
+    using inputs_type = std::tuple<const tensor<T>&...>;
+    const inputs_type references = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return inputs_type(std::get<tensor<T>>(inputs[first + I])...);
+    }(std::index_sequence_for<T...>{});
+    executor<root_type, inputs_type> run(references, false);
+    return apply_operands([&](const auto&... out) { return std::vector<any_tensor>{any_tensor(run.value(out))...}; },
+                          root().children);
+  }
+
+  // The same on typed tensors: a tuple of the outputs.
+  auto evaluate(const tensor<T>&... x) const {
+    using inputs_type = std::tuple<const tensor<T>&...>;
+    const inputs_type references(x...);
+    executor<root_type, inputs_type> run(references, false);
+    return apply_operands([&](const auto&... out) { return std::tuple{run.value(out)...}; }, root().children);
+  }
+
+  // Runs the graph on `inputs` from `first` on, keeping the run for a
+  // backward if `for_backward`.
   std::unique_ptr<subgraph_run> run(const std::vector<any_tensor>& inputs, bool for_backward,
                                     std::size_t first = 0) const {
     auto typed = [&]<std::size_t... I>(std::index_sequence<I...>) {
       return std::tuple<tensor<T>...>(std::get<tensor<T>>(inputs[first + I])...);
     }(std::index_sequence_for<T...>{});
     return std::unique_ptr<subgraph_run>(
-        static_cast<subgraph_run*>(new typed_subgraph_run<root_type, T...>(root_, std::move(typed), for_backward)));
+        static_cast<subgraph_run*>(new typed_subgraph_run<root_type, T...>(root(), std::move(typed), for_backward)));
   }
 
  private:
-  root_type root_;
-  bool fits_;
+  const char* construct_;
+  F f_;
+  mutable std::optional<root_type> root_;
 };
 
 }  // namespace tandem::detail

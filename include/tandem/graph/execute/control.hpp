@@ -12,8 +12,21 @@ namespace tandem::detail {
 
 template <class Root, class Inputs>
 template <class N>
-tensor<bool> executor<Root, Inputs>::run_control(const sym<N>& s, const void* key) {
+void executor<Root, Inputs>::run_control(const sym<N>& s, const void* key) {
   const N& node = s.node();
+  using impl_type = typename N::fn_type::impl_type;
+  if constexpr (requires { impl_type::forward_only_typed; }) {
+    // A branch on a forward-only run: its operands and outputs as typed
+    // tensors, and its branch's executor on the stack.
+    if (!for_backward_) {
+      auto outputs =
+          apply_operands([&](const auto&... c) { return node.fn.impl.forward(value_or_input(c)...); }, node.children);
+      [&]<std::size_t... K>(std::index_sequence<K...>) {
+        (memo_.emplace(control_output_key(key, K), std::move(std::get<K>(outputs))), ...);
+      }(std::make_index_sequence<std::tuple_size_v<decltype(outputs)>>{});
+      return;
+    }
+  }
   std::vector<any_tensor> operands = apply_operands(
       [&](const auto&... c) {
         return std::vector<any_tensor>{
@@ -23,10 +36,8 @@ tensor<bool> executor<Root, Inputs>::run_control(const sym<N>& s, const void* ke
   control_run run = node.fn.impl.run(operands, for_backward_);
   for (auto& [captured_key, value] : run.captured) captured_.emplace(captured_key, value);
   std::size_t outputs = run.outputs.size();
-  control_outputs_.emplace(key, std::move(run.outputs));
-  // The construct's value is a placeholder (an empty tensor allocates
-  // nothing): its outputs are kept aside.
-  if (!for_backward_ || !run.backward) return tensor<bool>();
+  for (std::size_t k = 0; k < outputs; ++k) memo_.emplace(control_output_key(key, k), std::move(run.outputs[k]));
+  if (!for_backward_ || !run.backward) return;
   auto keys = apply_operands([](const auto&... c) { return std::vector<const void*>{key_of(c)...}; }, node.children);
   steps_.push_back({key, [backward = std::move(*run.backward), keys = std::move(keys), key, outputs](
                                executor& self, const any_tensor&) mutable {
@@ -39,7 +50,6 @@ tensor<bool> executor<Root, Inputs>::run_control(const sym<N>& s, const void* ke
                           if (gradients[k]) self.add_any_gradient(keys[k], *gradients[k]);
                         for (auto& [captured_key, g] : captured) self.add_any_gradient(captured_key, g);
                       }});
-  return tensor<bool>();
 }
 
 template <class Root, class Inputs>
@@ -48,9 +58,10 @@ tensor<value_of_t<N>> executor<Root, Inputs>::read_control_output(const sym<N>& 
   using T = value_of_t<N>;
   constexpr std::size_t index = N::fn_type::index;
   const auto& construct = operand_at<0>(s.node().children);
+  static_assert(index + 1 < sizeof(construct.node()), "tandem internal: a construct's output keys leave its node");
   value(construct);
   const void* construct_key = key_of(construct);
-  tensor<T> out = std::get<tensor<T>>((*control_outputs_.find(construct_key))[index]);
+  tensor<T> out = std::get<tensor<T>>(*memo_.find(control_output_key(construct_key, index)));
   if constexpr (std::is_floating_point_v<T>) {
     if (for_backward_)
       steps_.push_back({key, [construct_key](executor& self, const any_tensor& g) {

@@ -34,6 +34,12 @@ namespace tandem::detail {
 // eight, so that binding a group allocates nothing.
 using operand_keys = small_vector<const void*, 8>;
 
+// A control-flow construct's K-th output is kept in the memo under an
+// address inside the construct's node, which no other node can have.
+inline const void* control_output_key(const void* construct, std::size_t k) {
+  return static_cast<const char*>(construct) + 1 + k;
+}
+
 template <class Root, class Inputs>
 class executor final : public graph_run {
  public:
@@ -54,20 +60,38 @@ class executor final : public graph_run {
       return s.node().value;
     } else if constexpr (node_traits<N>::is_constant) {
       return full<T>({}, s.node().value);
+    } else if constexpr (is_control_node<N>) {
+      // A construct's value is a placeholder (an empty tensor allocates
+      // nothing); its outputs in the memo say that it ran.
+      const void* key = key_of(s);
+      if (!memo_.find(control_output_key(key, 0))) run_control(s, key);
+      return tensor<bool>();
     } else {
       static_assert(node_traits<N>::is_apply || materialized_v<Root, N>,
                     "tandem internal: a fused value was asked for outside its group");
       const void* key = key_of(s);
+      // A construct's output is in the memo already; only a backward step
+      // must be recorded once.
+      if constexpr (is_control_output_node<N>)
+        if (!for_backward_) return read_control_output(s, key);
       if (any_tensor* found = memo_.find(key)) return std::get<tensor<T>>(*found);
       tensor<T> result;
       if constexpr (fused_summation<Root, N>()) result = run_summation(s, key);
-      else if constexpr (is_control_node<N>) result = run_control(s, key);
       else if constexpr (is_control_output_node<N>) result = read_control_output(s, key);
       else if constexpr (node_traits<N>::is_apply) result = run_apply(s, key);
       else result = run_group(s, key);
       memo_.emplace(key, result);
       return result;
     }
+  }
+
+  // A value as value() gives it, but a graph's input as the caller's
+  // tensor itself, without a copy.
+  template <class N>
+  decltype(auto) value_or_input(const sym<N>& s) {
+    if constexpr (node_traits<N>::is_input)
+      return static_cast<const tensor<value_of_t<N>>&>(std::get<node_traits<N>::index>(inputs_));
+    else return value(s);
   }
 
   // Backward from the gradients of the outputs (by key); afterwards
@@ -148,7 +172,7 @@ class executor final : public graph_run {
 
   // graph/execute/control.hpp: a control-flow construct, and its outputs.
   template <class N>
-  tensor<bool> run_control(const sym<N>& s, const void* key);
+  void run_control(const sym<N>& s, const void* key);
   template <class N>
   tensor<value_of_t<N>> read_control_output(const sym<N>& s, const void* key);
 
@@ -308,13 +332,12 @@ class executor final : public graph_run {
   const Inputs& inputs_;
   bool for_backward_;
   const void* unit_seed_;
-  key_map<any_tensor> memo_;
+  key_map<any_tensor, 8> memo_;
   key_map<any_tensor> gradients_;
   key_map<any_tensor> captured_;
   key_map<bool> needs_gradient_;
-  // Control-flow constructs: their outputs, and their outputs' gradients
-  // until the construct's backward step.
-  key_map<std::vector<any_tensor>> control_outputs_;
+  // Control-flow constructs' outputs' gradients, until the construct's
+  // backward step. (Their outputs are in the memo, control_output_key.)
   key_map<std::vector<std::optional<any_tensor>>> control_seeds_;
   std::vector<step> steps_;
   run_counters counters_;
