@@ -255,6 +255,15 @@ TEST_CASE("the dump shows a construct's sub-graphs, and statistics count how oft
   CHECK(has(text, "sub-graph true branch of %"));
   CHECK(has(text, "sub-graph false branch of %"));
   CHECK(has(text, "  forward\n    %0 = input 0 : float64"));
+  // dot() draws each branch as a cluster inside the graph, its outputs
+  // joined to the construct by dashed edges.
+  std::string dot = graph.dot(x, y);
+  INFO(dot);
+  CHECK(has(dot, "label=\"true branch of %"));
+  CHECK(has(dot, "label=\"false branch of %"));
+  CHECK(has(dot, "color=palegreen"));
+  CHECK(has(dot, "[style=dashed];"));
+  CHECK(has(dot, "s0_v0 [label=\"%0\\ninput 0 : float64\""));
 
   graph(x, y);
   graph(x, y);

@@ -90,4 +90,31 @@ TEST_CASE("key_map: agrees with std::map over random inserts and erases, and des
   CHECK(counted::live == 0);
 }
 
+TEST_CASE("key_map with inline slots: fills them, spills to the heap, and moves in either state") {
+  std::vector<std::int64_t> objects(64);
+  {
+    key_map<counted, 8> map;
+    // Six entries fit the eight inline slots (the table grows at 3/4).
+    for (int k = 0; k < 6; ++k) map.emplace(&objects[k], std::to_string(k));
+    CHECK(counted::live == 6);
+    key_map<counted, 8> inline_moved(std::move(map));
+    CHECK(map.size() == 0);
+    CHECK(map.find(&objects[0]) == nullptr);
+    CHECK(counted::live == 6);
+    for (int k = 0; k < 6; ++k) {
+      REQUIRE(inline_moved.find(&objects[k]) != nullptr);
+      CHECK(inline_moved.find(&objects[k])->text == std::to_string(k));
+    }
+    for (int k = 6; k < 40; ++k) inline_moved.emplace(&objects[k], std::to_string(k));
+    inline_moved.erase(&objects[3]);
+    key_map<counted, 8> heap_moved(std::move(inline_moved));
+    CHECK(heap_moved.size() == 39);
+    CHECK(counted::live == 39);
+    CHECK(heap_moved.find(&objects[3]) == nullptr);
+    for (int k = 0; k < 40; ++k)
+      if (k != 3) CHECK(heap_moved.find(&objects[k])->text == std::to_string(k));
+  }
+  CHECK(counted::live == 0);
+}
+
 }  // namespace

@@ -30,14 +30,6 @@
 namespace tandem {
 namespace detail {
 
-// The signature of a construct's operands from `first` on, as the plan
-// cache keys calls.
-inline signature signature_of_operands(const std::vector<any_tensor>& operands, std::size_t first) {
-  signature s;
-  for (std::size_t k = first; k < operands.size(); ++k) std::visit([&](const auto& x) { add_argument(s, x); }, operands[k]);
-  return s;
-}
-
 // Which branch a predicate or an index picks, of `count`.
 template <class T>
 std::size_t branch_index(const char* construct, const tensor<T>& selector, std::size_t count) {
@@ -76,15 +68,15 @@ inline void require_same_shapes(const char* construct, const std::vector<any_ten
 // Whether no call of the construct `Tag` (a program point and its operand
 // types) had operands of this signature before. A hot loop calls with one
 // signature over and over: each thread compares with the last one it saw
-// before it asks the shared cache, which takes a lock.
-template <class Tag>
-bool first_call_with(const signature& s) {
+// before it builds one and asks the shared cache, which takes a lock.
+template <class Tag, class... X>
+bool first_call_with(const X&... operands) {
   static plan_cache checked;
   static thread_local signature last;
-  if (s == last) return false;
-  last = s;
-  if (checked.known(s)) return false;
-  checked.insert(s);
+  if (is_signature_of(last, operands...)) return false;
+  last = signature_of(operands...);
+  if (checked.known(last)) return false;
+  checked.insert(last);
   return true;
 }
 
@@ -110,10 +102,12 @@ struct branch_construct<Boolean, std::tuple<F...>, T...> {
   static void for_each_subgraph_root(Visit&& visit) {
     (visit(std::type_identity<typename subgraph<F, T...>::root_type>{}), ...);
   }
-  void describe(std::vector<std::pair<std::string, std::string>>& out) const {
+  // Adds the sub-graphs to `out` (graph/dump.hpp).
+  template <class Out>
+  void describe(Out& out) const {
     const auto& names = counters().subgraphs;
     [&]<std::size_t... K>(std::index_sequence<K...>) {
-      (out.emplace_back(names[K], graph_text(std::get<K>(branches).root())), ...);
+      (out.push_back(describe_subgraph(names[K], std::get<K>(branches).root())), ...);
     }(std::index_sequence_for<F...>{});
   }
 
@@ -134,7 +128,10 @@ struct branch_construct<Boolean, std::tuple<F...>, T...> {
     } else {
       result.outputs = evaluate_branch(taken, operands);
     }
-    if (first_call_with<branch_construct>(signature_of_operands(operands, 1))) {
+    const bool first = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return first_call_with<branch_construct>(std::get<tensor<T>>(operands[1 + I])...);
+    }(std::index_sequence_for<T...>{});
+    if (first) {
       no_grad plain;
       for (std::size_t other = 0; other < sizeof...(F); ++other)
         if (other != taken)
@@ -151,7 +148,7 @@ struct branch_construct<Boolean, std::tuple<F...>, T...> {
     const std::size_t taken = branch_index(name, selector, sizeof...(F));
     counters().ran(taken);
     auto outputs = evaluate_branch(taken, x...);
-    if (first_call_with<branch_construct>(signature_of(x...))) {
+    if (first_call_with<branch_construct>(x...)) {
       no_grad plain;
       const std::vector<any_tensor> values = any_tensors(outputs);
       for (std::size_t other = 0; other < sizeof...(F); ++other)
@@ -208,7 +205,7 @@ auto run_branches_eagerly(const char* name, std::size_t taken, bool boolean, con
   [&]<std::size_t... K>(std::index_sequence<K...>) {
     ((K == taken ? (result.emplace(call(std::integral_constant<std::size_t, K>{})), 0) : 0), ...);
   }(std::index_sequence_for<F...>{});
-  if (first_call_with<Tag>(signature_of(x...))) {
+  if (first_call_with<Tag>(x...)) {
     no_grad plain;
     const std::vector<any_tensor> values = any_tensors(*result);
     for (std::size_t other = 0; other < sizeof...(F); ++other)

@@ -7,6 +7,8 @@
 // inside a group's loop.
 
 #include <cstddef>
+#include <functional>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -20,6 +22,16 @@
 namespace tandem {
 namespace detail {
 
+// A sub-graph of a control-flow construct (a branch, a loop body), as the
+// dumps print it under the graph that holds the construct.
+struct subgraph_dump {
+  std::string name;  // "true branch", "body"
+  std::string text;
+  // Its forward as a dot cluster whose names start with `prefix`, with a
+  // dashed edge from each of its outputs to the construct's node.
+  std::function<void(std::ostream& out, const std::string& prefix, const std::string& construct)> dot;
+};
+
 // One traced value, as the dumps print it.
 struct dump_value {
   std::string op;              // "mul", "input 0", "constant 0.5", "sum"...
@@ -30,7 +42,7 @@ struct dump_value {
   bool host = false;           // of those, a host call (graph/host.hpp): a graph break
   bool construct = false;      // a control-flow construct (graph/control.hpp)
   bool construct_output = false;
-  std::vector<std::pair<std::string, std::string>> subgraphs;  // a construct's, by name, as text
+  std::vector<subgraph_dump> subgraphs;  // a construct's
   bool reduces = false;        // a sum or mean computed inside its group's loop
   bool epilogue = false;       // a matmul running its reader's group on each finished block
   std::size_t epilogue_group = 0;
@@ -193,49 +205,70 @@ std::string dump_text(const graph_dumper<Root>& d) {
     else out << "    [group " << x.groups.front() << ": one fused adjoint loop]\n";
   }
   for (std::size_t v = 0; v < d.values.size(); ++v)
-    for (const auto& [name, text] : d.values[v].subgraphs) {
-      out << "sub-graph " << name << " of " << value_name(v) << " (" << d.values[v].op << ")\n";
-      std::istringstream lines(text);
+    for (const subgraph_dump& sub : d.values[v].subgraphs) {
+      out << "sub-graph " << sub.name << " of " << value_name(v) << " (" << d.values[v].op << ")\n";
+      std::istringstream lines(sub.text);
       for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
     }
   return out.str();
+}
+
+// The forward of a dumped graph as dot statements, every name starting
+// with `prefix`; each construct's sub-graphs are clusters inside it, drawn
+// the same way.
+template <class Root>
+void dot_forward(std::ostream& out, const graph_dumper<Root>& d, const std::string& prefix) {
+  auto label = [&](std::size_t v) { return value_name(v) + "\\n" + d.values[v].op + " : " + d.values[v].dtype; };
+  for (std::size_t g = 0; g < d.group_count; ++g) {
+    out << "  subgraph cluster_" << prefix << "group" << g << " {\n    label=\"group " << g
+        << ": one fused loop\";\n    style=filled; color=lightblue;\n";
+    for (std::size_t v = 0; v < d.values.size(); ++v)
+      if (d.in_group(v, g) && (d.values[v].buffer || d.values[v].groups.front() == g))
+        out << "    " << prefix << "v" << v << " [label=\"" << label(v) << "\""
+            << (d.values[v].buffer ? ", style=bold" : "") << "];\n";
+    out << "  }\n";
+  }
+  for (std::size_t v = 0; v < d.values.size(); ++v) {
+    const dump_value& x = d.values[v];
+    if (!x.groups.empty()) continue;
+    out << "  " << prefix << "v" << v << " [label=\"" << label(v);
+    if (x.epilogue) out << "\\nepilogue: group " << x.epilogue_group;
+    if (x.host) out << "\\ngraph break";
+    out << "\"";
+    if (x.leaf) out << ", shape=ellipse";
+    if (x.host) out << ", style=filled, color=orange";
+    else if (x.construct) out << ", style=filled, color=palegreen";
+    else if (x.eager_kernel) out << ", style=filled, color=lightyellow";
+    out << "];\n";
+  }
+  for (std::size_t v = 0; v < d.values.size(); ++v)
+    for (std::size_t c : d.values[v].operands) out << "  " << prefix << "v" << c << " -> " << prefix << "v" << v << ";\n";
+  for (std::size_t v = 0; v < d.values.size(); ++v)
+    for (std::size_t k = 0; k < d.values[v].subgraphs.size(); ++k) {
+      const subgraph_dump& sub = d.values[v].subgraphs[k];
+      std::string inner = prefix + "v" + std::to_string(v) + "s" + std::to_string(k) + "_";
+      out << "  subgraph cluster_" << inner << " {\n  label=\"" << sub.name << " of " << value_name(v) << " ("
+          << d.values[v].op << ")\";\n  style=dashed;\n";
+      sub.dot(out, inner, prefix + "v" + std::to_string(v));
+      out << "  }\n";
+    }
 }
 
 template <class Root>
 std::string dump_dot(const graph_dumper<Root>& d) {
   std::ostringstream out;
   out << "digraph tandem {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n";
-  auto label = [&](std::size_t v) { return value_name(v) + "\\n" + d.values[v].op + " : " + d.values[v].dtype; };
   out << "  subgraph cluster_forward {\n  label=\"forward\";\n";
-  for (std::size_t g = 0; g < d.group_count; ++g) {
-    out << "  subgraph cluster_group" << g << " {\n    label=\"group " << g
-        << ": one fused loop\";\n    style=filled; color=lightblue;\n";
-    for (std::size_t v = 0; v < d.values.size(); ++v)
-      if (d.in_group(v, g) && (d.values[v].buffer || d.values[v].groups.front() == g))
-        out << "    v" << v << " [label=\"" << label(v) << "\"" << (d.values[v].buffer ? ", style=bold" : "")
-            << "];\n";
-    out << "  }\n";
-  }
-  for (std::size_t v = 0; v < d.values.size(); ++v) {
-    const dump_value& x = d.values[v];
-    if (!x.groups.empty()) continue;
-    out << "  v" << v << " [label=\"" << label(v);
-    if (x.epilogue) out << "\\nepilogue: group " << x.epilogue_group;
-    if (x.host) out << "\\ngraph break";
-    out << "\"";
-    if (x.leaf) out << ", shape=ellipse";
-    if (x.host) out << ", style=filled, color=orange";
-    else if (x.eager_kernel) out << ", style=filled, color=lightyellow";
-    out << "];\n";
-  }
-  for (std::size_t v = 0; v < d.values.size(); ++v)
-    for (std::size_t c : d.values[v].operands) out << "  v" << c << " -> v" << v << ";\n";
+  dot_forward(out, d, "");
   out << "  }\n  subgraph cluster_backward {\n  label=\"backward\";\n";
   for (std::size_t k = 0; k < d.backward.size(); ++k) {
     const dump_step& step = d.backward[k];
     const dump_value& x = d.values[step.from];
-    out << "  b" << k << " [label=\"d" << value_name(step.from) << "\\n"
-        << (x.eager_kernel ? "eager backward of " + x.op : "group " + std::to_string(x.groups.front()) + " adjoint loop")
+    std::string what = x.construct          ? "through the runs of " + x.op + "'s sub-graphs"
+                       : x.construct_output ? "to its construct"
+                       : x.eager_kernel     ? "eager backward of " + x.op
+                                            : "group " + std::to_string(x.groups.front()) + " adjoint loop";
+    out << "  b" << k << " [label=\"d" << value_name(step.from) << "\\n" << what
         << "\", style=filled, color=" << (x.eager_kernel ? "lightyellow" : "lightpink") << "];\n";
   }
   for (std::size_t k = 0; k < d.backward.size(); ++k)
@@ -259,6 +292,17 @@ template <class Root>
 std::string graph_text(const Root& root) {
   std::string text = dump_text(graph_dumper<Root>(root));
   return one_value_per_shared_class(root) ? text : runs_eagerly + text;
+}
+
+// A construct's sub-graph `name`, traced as `root`, for the dumps.
+template <class Root>
+subgraph_dump describe_subgraph(std::string name, const Root& root) {
+  return {std::move(name), graph_text(root),
+          [&root](std::ostream& out, const std::string& prefix, const std::string& construct) {
+            graph_dumper<Root> d(root);
+            dot_forward(out, d, prefix);
+            for (std::size_t v : d.outputs) out << "  " << prefix << "v" << v << " -> " << construct << " [style=dashed];\n";
+          }};
 }
 
 template <class Root>

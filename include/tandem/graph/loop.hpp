@@ -57,8 +57,10 @@ struct fori_construct {
   static void for_each_subgraph_root(Visit&& visit) {
     visit(std::type_identity<typename subgraph<Body, std::int64_t, T...>::root_type>{});
   }
-  void describe(std::vector<std::pair<std::string, std::string>>& out) const {
-    out.emplace_back("body", graph_text(body->root()));
+  // Adds the sub-graphs to `out` (graph/dump.hpp).
+  template <class Out>
+  void describe(Out& out) const {
+    out.push_back(describe_subgraph("body", body->root()));
   }
 
   // operands: lo, hi, then the state.
@@ -120,9 +122,11 @@ struct while_construct {
     visit(std::type_identity<typename subgraph<Cond, T...>::root_type>{});
     visit(std::type_identity<typename subgraph<Body, T...>::root_type>{});
   }
-  void describe(std::vector<std::pair<std::string, std::string>>& out) const {
-    out.emplace_back("condition", graph_text(condition.root()));
-    out.emplace_back("body", graph_text(body.root()));
+  // Adds the sub-graphs to `out` (graph/dump.hpp).
+  template <class Out>
+  void describe(Out& out) const {
+    out.push_back(describe_subgraph("condition", condition.root()));
+    out.push_back(describe_subgraph("body", body.root()));
   }
 
   control_run run(const std::vector<any_tensor>& operands, bool for_backward) const {

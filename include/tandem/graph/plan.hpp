@@ -78,6 +78,28 @@ signature signature_of(const A&... a) {
   return s;
 }
 
+// Whether `s` is the signature of a..., compared word by word without
+// building theirs.
+template <class... A>
+bool is_signature_of(const signature& s, const A&... a) {
+  const std::int64_t* word = s.words.begin();
+  const std::int64_t* const end = s.words.end();
+  auto next_is = [&](std::int64_t w) { return word != end && *word++ == w; };
+  auto matches = [&](const auto& x) {
+    if constexpr (is_tensor_v<std::decay_t<decltype(x)>>) {
+      if (!next_is(static_cast<std::int64_t>(dtype_of<typename std::decay_t<decltype(x)>::value_type>)) ||
+          !next_is(static_cast<std::int64_t>(x.shape().size())))
+        return false;
+      for (std::int64_t extent : x.shape())
+        if (!next_is(extent)) return false;
+      return true;
+    } else {
+      return next_is(scalar_mark);
+    }
+  };
+  return (matches(a) && ...) && word == end;
+}
+
 // "float32[2, 3]@cpu, scalar": for statistics and messages.
 std::string describe(const signature& s);
 

@@ -62,8 +62,10 @@ struct scan_construct {
   static void for_each_subgraph_root(Visit&& visit) {
     visit(std::type_identity<typename subgraph<Fn, C..., X>::root_type>{});
   }
-  void describe(std::vector<std::pair<std::string, std::string>>& out) const {
-    out.emplace_back("step", graph_text(step->root()));
+  // Adds the sub-graphs to `out` (graph/dump.hpp).
+  template <class Out>
+  void describe(Out& out) const {
+    out.push_back(describe_subgraph("step", step->root()));
   }
 
   static constexpr std::size_t carries = sizeof...(C);
