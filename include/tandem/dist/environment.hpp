@@ -1,0 +1,67 @@
+#pragma once
+// The MPI environment of a process. A tandem::dist::environment initializes
+// MPI (unless the program already did) and finalizes it when it goes out of
+// scope, if it initialized it. Errors of MPI calls become tandem::error
+// naming the call and the tandem op, instead of MPI's default, which aborts
+// every rank.
+//
+// Threads: MPI is asked for MPI_THREAD_FUNNELED: collectives are called
+// from the thread that created the environment. tandem's kernel threads
+// never call MPI.
+
+#include <mpi.h>
+
+#include <string>
+
+#include "tandem/core/error.hpp"
+
+namespace tandem::dist {
+
+namespace detail {
+
+// Throws unless `code` is MPI_SUCCESS.
+inline void check(int code, const char* call, const char* op) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  throw error(std::string("tandem::dist::") + op + ": " + call + " failed: " + std::string(text, length));
+}
+
+inline bool mpi_running() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+}  // namespace detail
+
+class environment {
+ public:
+  environment() { start(nullptr, nullptr); }
+  environment(int& argc, char**& argv) { start(&argc, &argv); }
+  environment(const environment&) = delete;
+  environment& operator=(const environment&) = delete;
+  ~environment() {
+    if (owns_ && detail::mpi_running()) MPI_Finalize();
+  }
+
+ private:
+  void start(int* argc, char*** argv) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) throw error("tandem::dist::environment: MPI was finalized already and cannot start again");
+    if (!detail::mpi_running()) {
+      int provided = 0;
+      detail::check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread", "environment");
+      owns_ = true;
+    }
+    detail::check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler",
+                  "environment");
+  }
+
+  bool owns_ = false;
+};
+
+}  // namespace tandem::dist
