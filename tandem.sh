@@ -57,6 +57,7 @@ case "${1:-}" in
       case "$b" in
         *call_overhead) args=(ten-jit 10) ;;
         *rnn_memory) args=(recompute) ;;
+        *distributed) args=(mlp 2) ;;
         *cuda*) continue ;;
         *) args=(--benchmark_min_time=0.001) ;;
       esac

@@ -1,0 +1,109 @@
+// Scale-out on MPI (docs/benchmarks/distributed.md), run under mpirun:
+//
+//   bench_distributed all_reduce     tandem's all_reduce against a bare
+//                                    MPI_Allreduce loop (what the MPI
+//                                    library's own benchmark times), float
+//                                    messages of 4 KB to 64 MB
+//   bench_distributed mlp|cnn [steps]
+//                                    data-parallel training steps of the
+//                                    demo's models on batches of 64 per rank:
+//                                    examples per second over the job
+//
+//   mpirun -np 2 ./build/release/bench/bench_distributed all_reduce
+//
+// Not a Google Benchmark: every rank times the same loop between barriers,
+// and rank 0 prints.
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <tandem/dist.hpp>
+#include <tandem/dist/data_parallel.hpp>
+#include <tandem/tandem.hpp>
+
+#include "../examples/fashion_models.hpp"
+
+using namespace tandem;
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The slowest rank's time for `repeats` runs of `body`, after one untimed.
+template <class F>
+double timed(int repeats, F&& body) {
+  body();
+  dist::communicator::world().barrier();
+  auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < repeats; ++r) body();
+  double mine = seconds_since(start) / repeats, slowest = 0;
+  MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
+}
+
+void all_reduce_bandwidth() {
+  const int ranks = dist::world_size();
+  if (dist::rank() == 0)
+    std::printf("%12s %14s %14s %14s %14s\n", "bytes", "MPI us", "tandem us", "MPI GB/s", "tandem GB/s");
+  for (std::int64_t bytes = 4096; bytes <= (std::int64_t{64} << 20); bytes *= 4) {
+    const std::int64_t n = bytes / 4;
+    const int repeats = static_cast<int>(std::clamp<std::int64_t>((std::int64_t{256} << 20) / bytes, 5, 2000));
+    std::vector<float> raw(static_cast<std::size_t>(n), 1.0f);
+    tensor<float> x = full<float>({n}, 1.0f);
+    double mpi = timed(repeats, [&] {
+      MPI_Allreduce(MPI_IN_PLACE, raw.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    });
+    double ours = timed(repeats, [&] { dist::all_reduce(x).wait(); });
+    // Bus bandwidth, as NCCL's tests count it: each rank sends and
+    // receives 2 (ranks - 1) / ranks of the message.
+    const double moved = 2.0 * (ranks - 1) / ranks * static_cast<double>(bytes);
+    if (dist::rank() == 0)
+      std::printf("%12lld %14.1f %14.1f %14.2f %14.2f\n", static_cast<long long>(bytes), mpi * 1e6, ours * 1e6,
+                  moved / mpi / 1e9, moved / ours / 1e9);
+  }
+}
+
+template <class Model>
+void training_throughput(const char* name, int steps) {
+  const int me = dist::rank(), ranks = dist::world_size();
+  constexpr std::int64_t batch = 64;
+  generator data_gen(7 + static_cast<std::uint64_t>(me));
+  tensor<float> images = uniform<float>({batch, 784}, 0, 1, data_gen);
+  tensor<std::int64_t> labels = integers<std::int64_t>({batch}, 0, 10, data_gen);
+  generator init(1);
+  Model model(init);
+  dist::broadcast_parameters(model);
+  nn::adam optimizer(model.named_parameters(), {.lr = 1e-3});
+  double per_step = timed(steps, [&] {
+    model.zero_grad();
+    nn::cross_entropy(model(images), labels).backward();
+    dist::average_gradients(model);
+    optimizer.step();
+  });
+  if (me == 0)
+    std::printf("%s, %d rank(s), batch %lld per rank: %.2f ms a step, %.0f examples/s\n", name, ranks,
+                static_cast<long long>(batch), per_step * 1e3, ranks * batch / per_step);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  dist::environment mpi(argc, argv);
+  std::string_view which = argc > 1 ? argv[1] : "all_reduce";
+  const int steps = argc > 2 ? std::atoi(argv[2]) : 50;
+  if (which == "all_reduce") all_reduce_bandwidth();
+  else if (which == "mlp") training_throughput<fashion::mlp>("mlp", steps);
+  else if (which == "cnn") training_throughput<fashion::cnn>("cnn", steps);
+  else {
+    std::fprintf(stderr, "usage: %s <all_reduce | mlp | cnn> [steps]\n", argv[0]);
+    return 2;
+  }
+}

@@ -1,0 +1,107 @@
+// Data-parallel training over the ranks against one process that trains on
+// the union of their batches: the same parameters (to rounding), and on
+// every rank the same bits.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include <tandem/dist.hpp>
+#include <tandem/dist/data_parallel.hpp>
+#include <tandem/tandem.hpp>
+
+using namespace tandem;
+
+namespace {
+
+// No batch norm: its statistics over a rank's batch are not those over the
+// union (PyTorch's DDP has the same difference without SyncBatchNorm).
+struct small_net : nn::module<small_net> {
+  nn::linear<double> first, second;
+  explicit small_net(generator& gen) : first(5, 6, gen), second(6, 3, gen) {
+    register_module("first", first);
+    register_module("second", second);
+  }
+  auto forward(const auto& x) const { return second(tandem::tanh(first(x))); }
+};
+
+template <class T>
+bool same_on_every_rank(const tensor<T>& t) {
+  tensor<T> all = dist::all_gather(t.contiguous().reshape({-1})).wait();
+  for (std::int64_t k = 0; k < all.numel(); ++k)
+    if (all.data()[k] != all.data()[k % t.numel()]) return false;
+  return true;
+}
+
+tensor<std::int64_t> concatenated(const std::vector<tensor<std::int64_t>>& parts) {
+  std::vector<std::int64_t> values;
+  for (const auto& p : parts)
+    for (std::int64_t v : p.to_vector()) values.push_back(v);
+  tensor<std::int64_t> out(shape{static_cast<std::int64_t>(values.size())});
+  std::copy(values.begin(), values.end(), out.data());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("data parallel: the ranks train one model, bit for bit, as one process on the union of their batches") {
+  const int me = dist::rank(), ranks = dist::world_size();
+  generator data_gen(7);
+  const tensor<double> x = uniform<double>({40, 5}, -1, 1, data_gen), y = uniform<double>({40, 3}, -1, 1, data_gen);
+  // Each rank starts from its own initialization; the broadcast makes them
+  // all rank 0's, which the reference starts from too.
+  generator init(100 + me), reference_init(100);
+  small_net model(init), reference(reference_init);
+  dist::broadcast_parameters(model);
+  nn::sgd optimizer(model.named_parameters(), {.lr = 0.1, .momentum = 0.9});
+  nn::sgd reference_optimizer(reference.named_parameters(), {.lr = 0.1, .momentum = 0.9});
+  // Buckets of 200 bytes: the gradients travel in several.
+  const std::size_t bucket_bytes = 200;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    std::vector<std::vector<tensor<std::int64_t>>> batches_of(static_cast<std::size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) {
+      generator order(epoch);
+      batches_of[static_cast<std::size_t>(r)] = data::distributed_batches(40, 4, &order, r, ranks);
+    }
+    const auto& mine = batches_of[static_cast<std::size_t>(me)];
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+      model.zero_grad();
+      nn::mse_loss(model(index_select(x, 0, mine[k])), index_select(y, 0, mine[k])).backward();
+      dist::average_gradients(model, dist::communicator::world(), bucket_bytes);
+      optimizer.step();
+
+      std::vector<tensor<std::int64_t>> step_batches;
+      for (const auto& batches : batches_of) step_batches.push_back(batches[k]);
+      const tensor<std::int64_t> all = concatenated(step_batches);
+      reference.zero_grad();
+      nn::mse_loss(reference(index_select(x, 0, all)), index_select(y, 0, all)).backward();
+      reference_optimizer.step();
+    }
+  }
+  const auto trained = model.named_parameters(), expected = reference.named_parameters();
+  REQUIRE(trained.size() == expected.size());
+  for (std::size_t p = 0; p < trained.size(); ++p) {
+    CAPTURE(trained[p].name);
+    const auto& got = std::get<tensor<double>>(trained[p].value);
+    const auto& want = std::get<tensor<double>>(expected[p].value);
+    CHECK(same_on_every_rank(got));
+    double worst = 0;
+    for (std::int64_t i = 0; i < got.numel(); ++i)
+      worst = std::max(worst, std::abs(got.contiguous().data()[i] - want.contiguous().data()[i]));
+    CHECK(worst < 1e-12);
+  }
+}
+
+TEST_CASE("average_gradients: a parameter the backward did not reach takes part as zeros") {
+  const int me = dist::rank(), ranks = dist::world_size();
+  generator init(3);
+  small_net model(init);
+  model.zero_grad();
+  // Only rank 0 computes a loss that reaches `second`'s bias.
+  tensor<double> bias = std::get<tensor<double>>(model.named_parameters().back().value);
+  if (me == 0) sum(bias * 2.0).backward();
+  dist::average_gradients(model);
+  CHECK(bias.grad().data()[0] == doctest::Approx(2.0 / ranks));
+  CHECK(std::get<tensor<double>>(model.named_parameters().front().value).grad().data()[0] == 0.0);
+}
