@@ -11,6 +11,7 @@
 
 #include <mpi.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "tandem/core/error.hpp"
@@ -53,6 +54,12 @@ class environment {
     MPI_Finalized(&finalized);
     if (finalized) throw error("tandem::dist::environment: MPI was finalized already and cannot start again");
     if (!detail::mpi_running()) {
+      // Open MPI 4.1's non-blocking all-reduce (libnbc), which all_reduce
+      // runs, picks by default an algorithm that takes twice the time of
+      // its blocking MPI_Allreduce on 2 ranks from 64 KB on; its ring
+      // matches or beats it (docs/benchmarks/distributed.md). Other MPIs
+      // ignore the variable, and a value the user set stands.
+      setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", 0);
       int provided = 0;
       detail::check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread", "environment");
       owns_ = true;
