@@ -13,8 +13,15 @@
 //   ./tandem.sh demo --mode graph          # one mode (eager or graph)
 //   ./tandem.sh demo --data /path/to/dir   # the four IDX files, raw or .gz
 //   ./tandem.sh demo --quick               # what ctest runs: 1 epoch on 3000 images
+//   mpirun -np 2 ./build/release/examples/demo --distributed
+//                                          # data-parallel over the ranks (eager
+//                                          # mode; a build that found MPI)
 #include <tandem/io.hpp>
 #include <tandem/tandem.hpp>
+#if defined(TANDEM_DEMO_DISTRIBUTED)
+#include <tandem/dist.hpp>
+#include <tandem/dist/data_parallel.hpp>
+#endif
 
 #include "fashion_models.hpp"
 
@@ -23,6 +30,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,38 +72,71 @@ struct run_result {
   double steps_per_second = 0;
 };
 
+// This process's place in a data-parallel job: rank 0 of 1 without one.
+struct job {
+  int rank = 0, ranks = 1;
+};
+
+constexpr std::int64_t batch_size = 128;
+
 template <class Model>
-run_result train(const std::string& name, mode m, const dataset& train_set, const dataset& test_set, int epochs) {
+run_result train(const std::string& name, mode m, const dataset& train_set, const dataset& test_set, int epochs,
+                 const job& place) {
   set_mode(m);
+  // The same seed on every rank: the same initial model and epoch order.
   generator gen(7);
   Model model(gen);
   nn::adam optimizer(model.named_parameters(), {.lr = 1e-3});
   nn::cosine_schedule schedule(optimizer, epochs, 1e-4);
+  auto loss_of = [&model](const auto& images, const auto& labels) { return cross_entropy(model(images), labels); };
   // One training step: eagerly, zero_grad, forward, backward, update; in
   // mode::graph, forward, backward and update as one static graph call.
-  nn::train_step step([&model](const auto& images, const auto& labels) { return cross_entropy(model(images), labels); },
-                      optimizer);
+  nn::train_step step(loss_of, optimizer);
   run_result result{name, m == mode::graph ? "graph" : "eager", {}, 0, 0};
   std::int64_t steps = 0;
   double seconds = 0;
+  const std::int64_t examples = train_set.images.shape(0);
   for (int epoch = 1; epoch <= epochs; ++epoch) {
     auto start = std::chrono::steady_clock::now();
     double total = 0;
     std::int64_t batches = 0;
-    for (const auto& index : data::batches(train_set.images.shape(0), 128, &gen)) {
-      total += step(index_select(train_set.images, 0, index), index_select(train_set.labels, 0, index)).item();
+    // Over several ranks each takes its share of every batch of 128.
+    auto epoch_batches = place.ranks == 1
+                             ? data::batches(examples, batch_size, &gen)
+                             : data::distributed_batches(examples, batch_size / place.ranks, &gen, place.rank, place.ranks);
+    for (const auto& index : epoch_batches) {
+      tensor<float> images = index_select(train_set.images, 0, index);
+      tensor<std::int64_t> labels = index_select(train_set.labels, 0, index);
+      if (place.ranks == 1) {
+        total += step(images, labels).item();
+      } else {
+#if defined(TANDEM_DEMO_DISTRIBUTED)
+        model.zero_grad();
+        tensor<float> loss = loss_of(images, labels);
+        loss.backward();
+        dist::average_gradients(model);
+        optimizer.step();
+        total += loss.item();
+#endif
+      }
       ++batches;
     }
     schedule.step();
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     steps += batches;
     seconds += elapsed;
+#if defined(TANDEM_DEMO_DISTRIBUTED)
+    // The epoch's loss over every rank's examples.
+    if (place.ranks > 1) total = dist::all_reduce(full<double>({}, total), dist::reduce_op::mean).wait().item();
+#endif
     result.losses.push_back(total / static_cast<double>(batches));
-    std::cout << "  " << name << " " << result.mode << " epoch " << epoch << "/" << epochs << "  loss " << std::fixed
-              << std::setprecision(4) << result.losses.back() << "  test accuracy " << accuracy(model, test_set)
-              << "  " << std::setprecision(0) << static_cast<double>(batches) / elapsed << " steps/s" << std::endl;
+    // Every rank holds the same model: rank 0 speaks for the job.
+    if (place.rank == 0)
+      std::cout << "  " << name << " " << result.mode << " epoch " << epoch << "/" << epochs << "  loss " << std::fixed
+                << std::setprecision(4) << result.losses.back() << "  test accuracy " << accuracy(model, test_set)
+                << "  " << std::setprecision(0) << static_cast<double>(batches) / elapsed << " steps/s" << std::endl;
   }
-  result.test_accuracy = accuracy(model, test_set);
+  if (place.rank == 0) result.test_accuracy = accuracy(model, test_set);
   result.steps_per_second = static_cast<double>(steps) / seconds;
   set_mode(mode::eager);
   return result;
@@ -107,9 +148,11 @@ int main(int argc, char** argv) {
   std::vector<mode> modes{mode::eager, mode::graph};
   std::int64_t limit = 60000;
   std::string dir = "/usr/share/datasets/fashion-mnist";
+  bool distributed = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--quick") mlp_epochs = cnn_epochs = 1, limit = 3000;
+    else if (arg == "--distributed") distributed = true;
     else if (arg == "--epochs" && i + 1 < argc) mlp_epochs = cnn_epochs = std::atoi(argv[++i]);
     else if (arg == "--data" && i + 1 < argc) dir = argv[++i];
     else if (arg == "--model" && i + 1 < argc && (std::string(argv[i + 1]) == "mlp" || std::string(argv[i + 1]) == "cnn"))
@@ -117,7 +160,8 @@ int main(int argc, char** argv) {
     else if (arg == "--mode" && i + 1 < argc && (std::string(argv[i + 1]) == "eager" || std::string(argv[i + 1]) == "graph"))
       modes = {std::string(argv[++i]) == "eager" ? mode::eager : mode::graph};
     else {
-      std::cerr << "usage: demo [--quick] [--epochs N] [--model mlp|cnn] [--mode eager|graph] [--data DIR]\n";
+      std::cerr << "usage: demo [--quick] [--epochs N] [--model mlp|cnn] [--mode eager|graph] [--data DIR] "
+                   "[--distributed]\n";
       return 2;
     }
   }
@@ -125,6 +169,24 @@ int main(int argc, char** argv) {
     std::cerr << "demo: --epochs needs a positive number\n";
     return 2;
   }
+
+  job place;
+#if defined(TANDEM_DEMO_DISTRIBUTED)
+  std::optional<dist::environment> mpi;
+  if (distributed) {
+    mpi.emplace(argc, argv);
+    place = {dist::rank(), dist::world_size()};
+    // The all-reduce runs between the backward and the update, which a
+    // static-graph training step does not expose yet.
+    modes = {mode::eager};
+  }
+#else
+  if (distributed) {
+    std::cerr << "demo: --distributed needs a build that found MPI (install libopenmpi-dev and openmpi-bin, then "
+                 "configure again)\n";
+    return 2;
+  }
+#endif
 
   dataset train_set, test_set;
   try {
@@ -135,16 +197,23 @@ int main(int argc, char** argv) {
               << "a folder with the four Fashion-MNIST IDX files)\n";
     return 1;
   }
-  std::cout << "tandem demo: Fashion-MNIST from " << dir << ", " << train_set.images.shape(0) << " training and "
-            << test_set.images.shape(0) << " test images, " << num_threads() << " threads\n"
-            << "an MLP 784-256-256-10 and a CNN (two 3x3 convolutions with batch norm), Adam with a cosine schedule,\n"
-            << "batch 128, each trained eagerly and in graph mode (one static graph per step) from the same seed\n";
+  if (place.rank == 0) {
+    std::cout << "tandem demo: Fashion-MNIST from " << dir << ", " << train_set.images.shape(0) << " training and "
+              << test_set.images.shape(0) << " test images, " << num_threads() << " threads\n"
+              << "an MLP 784-256-256-10 and a CNN (two 3x3 convolutions with batch norm), Adam with a cosine schedule,\n";
+    if (place.ranks == 1)
+      std::cout << "batch 128, each trained eagerly and in graph mode (one static graph per step) from the same seed\n";
+    else
+      std::cout << "batch 128 data-parallel over " << place.ranks << " ranks (" << batch_size / place.ranks
+                << " examples each), eagerly, gradients averaged over MPI\n";
+  }
 
   std::vector<run_result> runs;
   for (mode m : modes)
-    if (which != "cnn") runs.push_back(train<mlp>("mlp", m, train_set, test_set, mlp_epochs));
+    if (which != "cnn") runs.push_back(train<mlp>("mlp", m, train_set, test_set, mlp_epochs, place));
   for (mode m : modes)
-    if (which != "mlp") runs.push_back(train<cnn>("cnn", m, train_set, test_set, cnn_epochs));
+    if (which != "mlp") runs.push_back(train<cnn>("cnn", m, train_set, test_set, cnn_epochs, place));
+  if (place.rank != 0) return 0;
 
   std::cout << "\nmodel  mode   test accuracy  steps/s\n";
   for (const auto& r : runs)

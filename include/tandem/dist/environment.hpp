@@ -7,14 +7,18 @@
 //
 // Threads: MPI is asked for MPI_THREAD_FUNNELED: collectives are called
 // from the thread that created the environment. tandem's kernel threads
-// never call MPI.
+// never call MPI; ranks that share a machine share its cores between their
+// kernel threads unless TANDEM_NUM_THREADS is set.
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "tandem/core/error.hpp"
+#include "tandem/kernels/cpu/thread_pool.hpp"
 
 namespace tandem::dist {
 
@@ -66,6 +70,23 @@ class environment {
     }
     detail::check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler",
                   "environment");
+    share_cores();
+  }
+
+  // Ranks on one machine each start as many kernel threads as it has
+  // cores, which oversubscribes it as many times over; unless
+  // TANDEM_NUM_THREADS says otherwise, each takes its share of the cores
+  // (as torchrun does with OMP_NUM_THREADS).
+  static void share_cores() {
+    if (std::getenv("TANDEM_NUM_THREADS")) return;
+    MPI_Comm node;
+    detail::check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+                  "MPI_Comm_split_type", "environment");
+    int local_ranks = 1;
+    MPI_Comm_size(node, &local_ranks);
+    MPI_Comm_free(&node);
+    if (local_ranks > 1)
+      set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local_ranks));
   }
 
   bool owns_ = false;
