@@ -14,8 +14,8 @@
 //   ./tandem.sh demo --data /path/to/dir   # the four IDX files, raw or .gz
 //   ./tandem.sh demo --quick               # what ctest runs: 1 epoch on 3000 images
 //   mpirun -np 2 ./build/release/examples/demo --distributed
-//                                          # data-parallel over the ranks (eager
-//                                          # mode; a build that found MPI)
+//                                          # data-parallel over the ranks (a
+//                                          # build that found MPI)
 #include <tandem/io.hpp>
 #include <tandem/tandem.hpp>
 #if defined(TANDEM_DEMO_DISTRIBUTED)
@@ -88,10 +88,15 @@ run_result train(const std::string& name, mode m, const dataset& train_set, cons
   Model model(gen);
   nn::adam optimizer(model.named_parameters(), {.lr = 1e-3});
   nn::cosine_schedule schedule(optimizer, epochs, 1e-4);
-  auto loss_of = [&model](const auto& images, const auto& labels) { return cross_entropy(model(images), labels); };
   // One training step: eagerly, zero_grad, forward, backward, update; in
   // mode::graph, forward, backward and update as one static graph call.
-  nn::train_step step(loss_of, optimizer);
+  // Over several ranks the gradients are averaged before the update.
+  nn::gradient_hook over_ranks;
+#if defined(TANDEM_DEMO_DISTRIBUTED)
+  if (place.ranks > 1) over_ranks = dist::gradient_averaging();
+#endif
+  nn::train_step step([&model](const auto& images, const auto& labels) { return cross_entropy(model(images), labels); },
+                      optimizer, over_ranks);
   run_result result{name, m == mode::graph ? "graph" : "eager", {}, 0, 0};
   std::int64_t steps = 0;
   double seconds = 0;
@@ -105,20 +110,7 @@ run_result train(const std::string& name, mode m, const dataset& train_set, cons
                              ? data::batches(examples, batch_size, &gen)
                              : data::distributed_batches(examples, batch_size / place.ranks, &gen, place.rank, place.ranks);
     for (const auto& index : epoch_batches) {
-      tensor<float> images = index_select(train_set.images, 0, index);
-      tensor<std::int64_t> labels = index_select(train_set.labels, 0, index);
-      if (place.ranks == 1) {
-        total += step(images, labels).item();
-      } else {
-#if defined(TANDEM_DEMO_DISTRIBUTED)
-        model.zero_grad();
-        tensor<float> loss = loss_of(images, labels);
-        loss.backward();
-        dist::average_gradients(model);
-        optimizer.step();
-        total += loss.item();
-#endif
-      }
+      total += step(index_select(train_set.images, 0, index), index_select(train_set.labels, 0, index)).item();
       ++batches;
     }
     schedule.step();
@@ -176,9 +168,6 @@ int main(int argc, char** argv) {
   if (distributed) {
     mpi.emplace(argc, argv);
     place = {dist::rank(), dist::world_size()};
-    // The all-reduce runs between the backward and the update, which a
-    // static-graph training step does not expose yet.
-    modes = {mode::eager};
   }
 #else
   if (distributed) {
@@ -205,7 +194,7 @@ int main(int argc, char** argv) {
       std::cout << "batch 128, each trained eagerly and in graph mode (one static graph per step) from the same seed\n";
     else
       std::cout << "batch 128 data-parallel over " << place.ranks << " ranks (" << batch_size / place.ranks
-                << " examples each), eagerly, gradients averaged over MPI\n";
+                << " examples each, gradients averaged over MPI), eagerly and in graph mode from the same seed\n";
   }
 
   std::vector<run_result> runs;

@@ -43,6 +43,22 @@ tensor<std::int64_t> concatenated(const std::vector<tensor<std::int64_t>>& parts
   return out;
 }
 
+// Every parameter of `model` the same bits on every rank, and within
+// `tolerance` of the reference's.
+void check_trained_alike(const small_net& model, const small_net& reference, double tolerance) {
+  const auto trained = model.named_parameters(), expected = reference.named_parameters();
+  REQUIRE(trained.size() == expected.size());
+  for (std::size_t p = 0; p < trained.size(); ++p) {
+    CAPTURE(trained[p].name);
+    const tensor<double> got = std::get<tensor<double>>(trained[p].value).contiguous();
+    const tensor<double> want = std::get<tensor<double>>(expected[p].value).contiguous();
+    CHECK(same_on_every_rank(got));
+    double worst = 0;
+    for (std::int64_t i = 0; i < got.numel(); ++i) worst = std::max(worst, std::abs(got.data()[i] - want.data()[i]));
+    CHECK(worst < tolerance);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("data parallel: the ranks train one model, bit for bit, as one process on the union of their batches") {
@@ -79,17 +95,40 @@ TEST_CASE("data parallel: the ranks train one model, bit for bit, as one process
       reference_optimizer.step();
     }
   }
-  const auto trained = model.named_parameters(), expected = reference.named_parameters();
-  REQUIRE(trained.size() == expected.size());
-  for (std::size_t p = 0; p < trained.size(); ++p) {
-    CAPTURE(trained[p].name);
-    const auto& got = std::get<tensor<double>>(trained[p].value);
-    const auto& want = std::get<tensor<double>>(expected[p].value);
-    CHECK(same_on_every_rank(got));
-    double worst = 0;
-    for (std::int64_t i = 0; i < got.numel(); ++i)
-      worst = std::max(worst, std::abs(got.contiguous().data()[i] - want.contiguous().data()[i]));
-    CHECK(worst < 1e-12);
+  check_trained_alike(model, reference, 1e-12);
+}
+
+TEST_CASE("data parallel through nn::train_step, eagerly and as one static graph per step") {
+  const int me = dist::rank(), ranks = dist::world_size();
+  generator data_gen(8);
+  const tensor<double> x = uniform<double>({24, 5}, -1, 1, data_gen), y = uniform<double>({24, 3}, -1, 1, data_gen);
+  for (mode m : {mode::eager, mode::graph}) {
+    CAPTURE(m == mode::graph);
+    generator init(200 + me), reference_init(200);
+    small_net model(init), reference(reference_init);
+    dist::broadcast_parameters(model);
+    nn::adam optimizer(model.named_parameters(), {.lr = 0.05});
+    nn::adam reference_optimizer(reference.named_parameters(), {.lr = 0.05});
+    auto loss_of = [](const small_net& net) {
+      return [&net](const auto& images, const auto& targets) { return nn::mse_loss(net(images), targets); };
+    };
+    set_mode(m);
+    nn::train_step step(loss_of(model), optimizer, dist::gradient_averaging(dist::communicator::world(), 200));
+    nn::train_step reference_step(loss_of(reference), reference_optimizer);
+    generator order(3);
+    const auto mine = data::distributed_batches(24, 3, &order, me, ranks);
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+      step(index_select(x, 0, mine[k]), index_select(y, 0, mine[k]));
+      std::vector<tensor<std::int64_t>> step_batches;
+      for (int r = 0; r < ranks; ++r) {
+        generator same(3);
+        step_batches.push_back(data::distributed_batches(24, 3, &same, r, ranks)[k]);
+      }
+      const tensor<std::int64_t> all = concatenated(step_batches);
+      reference_step(index_select(x, 0, all), index_select(y, 0, all));
+    }
+    set_mode(mode::eager);
+    check_trained_alike(model, reference, 1e-10);
   }
 }
 

@@ -176,3 +176,39 @@ TEST_CASE("a train_step whose loss is not one number throws and leaves the param
     test::check_values(w, {3}, {1, 1, 1}, "w", 0, 0);
   }
 }
+
+TEST_CASE("a train_step's gradient hook sees every gradient before the update, eager and jit") {
+  for (bool jitted : {false, true}) {
+    CAPTURE(jitted);
+    // Halving every gradient in the hook is plain SGD at half the rate.
+    generator gen_a(5), gen_b(5);
+    small_net<double> hooked(gen_a), halved_rate(gen_b);
+    nn::sgd hooked_opt(hooked.named_parameters(), {.lr = 0.2});
+    nn::sgd halved_opt(halved_rate.named_parameters(), {.lr = 0.1});
+    std::size_t seen = 0;
+    nn::gradient_hook halve = [&seen](nn::step_gradients& g) {
+      seen = g.floats.size() + g.doubles.size();
+      for (auto& t : g.doubles) t.assign(t * 0.5);
+    };
+    auto loss_of = [](const small_net<double>& net) {
+      return [&net](const auto& x, const auto& labels) { return nn::cross_entropy(net(x), labels); };
+    };
+    nn::train_step with_hook(loss_of(hooked), hooked_opt, halve);
+    nn::train_step plain(loss_of(halved_rate), halved_opt);
+    for (int t = 0; t < 3; ++t) {
+      batch<double> b = batch_at<double>(t);
+      if (jitted) {
+        jit(with_hook)(b.x, b.labels);
+        jit(plain)(b.x, b.labels);
+      } else {
+        with_hook(b.x, b.labels);
+        plain(b.x, b.labels);
+      }
+    }
+    CHECK(seen == hooked.named_parameters().size());
+    auto got = hooked.named_parameters(), want = halved_rate.named_parameters();
+    for (std::size_t k = 0; k < got.size(); ++k)
+      test::check_values(std::get<tensor<double>>(got[k].value), std::get<tensor<double>>(want[k].value), got[k].name,
+                         1e-12, 1e-12);
+  }
+}

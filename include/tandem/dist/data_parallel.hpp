@@ -8,19 +8,19 @@
 // union of the ranks' batches.
 //
 //   dist::broadcast_parameters(model);
-//   for (auto& batch : data::distributed_batches(n, 64, &gen, dist::rank(), dist::world_size())) {
-//     model.zero_grad();
-//     loss_of(model, batch).backward();
-//     dist::average_gradients(model);
-//     optimizer.step();
-//   }
+//   nn::train_step step(loss_of, optimizer, dist::gradient_averaging());   // eager or graph mode
+//   for (auto& batch : data::distributed_batches(n, 64, &gen, dist::rank(), dist::world_size()))
+//     step(images_of(batch), labels_of(batch));
+//
+// or, in a loop of one's own: backward(), dist::average_gradients(model),
+// optimizer.step().
 //
 // The gradients travel in buckets of about `bucket_bytes`, last parameters
 // first (the order a backward finishes them, as PyTorch's DDP): one
 // collective per bucket instead of one per parameter, each bucket in flight
 // while the next is packed. Overlapping the buckets with the backward
-// itself, and the all-reduce inside a static-graph training step, are not
-// built yet.
+// itself is not built yet; in a static-graph training step the averaging
+// runs between the graph's backward and the fused update.
 
 #include <cstddef>
 #include <cstdint>
@@ -34,6 +34,8 @@
 #include "tandem/dist/collectives.hpp"
 #include "tandem/dist/communicator.hpp"
 #include "tandem/nn/module.hpp"
+#include "tandem/nn/optimizer.hpp"
+#include "tandem/nn/train_step.hpp"
 // Buckets are filled through slices, whose recorded derivatives name ops
 // of these headers.
 #include "tandem/ops/reduce.hpp"
@@ -133,6 +135,18 @@ inline void average_gradients(const nn::module_base& model, const communicator& 
         p.value);
   detail::average_bucketed(floats, bucket_bytes, comm);
   detail::average_bucketed(doubles, bucket_bytes, comm);
+}
+
+// A training step's gradient hook (nn::train_step) that averages the
+// step's gradients over the ranks, in buckets, before the update.
+inline nn::gradient_hook gradient_averaging(communicator comm = communicator::world(),
+                                            std::size_t bucket_bytes = default_bucket_bytes) {
+  return [comm, bucket_bytes](nn::step_gradients& gradients) {
+    if (comm.size() == 1) return;
+    no_grad plain;
+    detail::average_bucketed(gradients.floats, bucket_bytes, comm);
+    detail::average_bucketed(gradients.doubles, bucket_bytes, comm);
+  };
 }
 
 }  // namespace tandem::dist

@@ -56,6 +56,14 @@ void update_in_place(const Op& op, slot_state<T>& p, const tensor<T>& grad) {
 
 }  // namespace detail
 
+// Every parameter's gradient for one step, in the optimizer's order of
+// parameters (floats, then doubles): what a training step's gradient hook
+// reads and rewrites in place before the update (train_step.hpp).
+struct step_gradients {
+  std::vector<tensor<float>> floats;
+  std::vector<tensor<double>> doubles;
+};
+
 // What all optimizers share: the parameters (by name), the learning rate a
 // schedule may change, and the count of steps taken.
 class optimizer {
@@ -75,6 +83,25 @@ class optimizer {
       if (auto g = gradient_of(p.value)) update(p, *g);
     for (auto& p : doubles_)
       if (auto g = gradient_of(p.value)) update(p, *g);
+  }
+
+  // Every parameter's gradient from `gradient_of` (as step_with takes it),
+  // zeros where it has none, in the order step_with(step_gradients) reads.
+  template <class Gradients>
+  step_gradients gradients_of(const Gradients& gradient_of) const {
+    step_gradients all;
+    for (const auto& p : floats_) all.floats.push_back(gradient_or_zeros(p.value, gradient_of));
+    for (const auto& p : doubles_) all.doubles.push_back(gradient_or_zeros(p.value, gradient_of));
+    return all;
+  }
+  // Updates each parameter from the gradient at its position.
+  void step_with(const step_gradients& all) {
+    if (all.floats.size() != floats_.size() || all.doubles.size() != doubles_.size())
+      throw value_error("tandem::nn::optimizer: " + std::to_string(all.floats.size() + all.doubles.size()) +
+                        " gradients for " + std::to_string(floats_.size() + doubles_.size()) + " parameters");
+    ++steps_;
+    for (std::size_t k = 0; k < floats_.size(); ++k) update(floats_[k], all.floats[k]);
+    for (std::size_t k = 0; k < doubles_.size(); ++k) update(doubles_[k], all.doubles[k]);
   }
 
   void zero_grad();
@@ -109,6 +136,12 @@ class optimizer {
   std::int64_t steps_ = 0;
 
  private:
+  template <class T, class Gradients>
+  static tensor<T> gradient_or_zeros(const tensor<T>& parameter, const Gradients& gradient_of) {
+    if (auto g = gradient_of(parameter)) return *g;
+    return tensor<T>(parameter.shape()).fill(0);
+  }
+
   std::vector<std::string> state_names_;
   mutable tensor<double> scalars_;
 };

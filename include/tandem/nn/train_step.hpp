@@ -17,7 +17,15 @@
 // reads a parameter itself, a value computed eagerly from parameters while
 // tracing) go through `.grad`; the rest never reach it. Both follow the
 // same loss curve.
+//
+// A gradient hook, if given, sees every parameter's gradient after the
+// backward and before the update, and may rewrite them in place (a
+// parameter the backward did not reach gets zeros): data-parallel training
+// averages them over the ranks there (dist::gradient_averaging), in either
+// mode.
 
+#include <functional>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -29,12 +37,15 @@
 
 namespace tandem::nn {
 
+using gradient_hook = std::function<void(step_gradients&)>;
+
 template <class Loss>
 class train_step {
  public:
   // The loss function is kept by value (a lambda that captures the model by
   // reference is the usual form); the optimizer by reference.
-  train_step(Loss loss, optimizer& opt) : graph_(std::move(loss)), optimizer_(&opt) {}
+  train_step(Loss loss, optimizer& opt, gradient_hook hook = {})
+      : graph_(std::move(loss)), optimizer_(&opt), hook_(std::move(hook)) {}
 
   // The batch's loss, detached, after the update.
   template <class... A>
@@ -53,7 +64,7 @@ class train_step {
       auto& gradients = result.second;
       require_scalar(loss);
       gradients.continue_through_eager_graph();
-      optimizer_->step_with([&](const auto& parameter) {
+      update([&](const auto& parameter) {
         auto g = gradients.of(parameter);
         if (parameter.has_grad()) g = g ? *g + parameter.grad() : parameter.grad();
         return g;
@@ -64,7 +75,9 @@ class train_step {
     auto loss = graph_.function()(a...);
     require_scalar(loss);
     loss.backward();
-    optimizer_->step();
+    update([](const auto& parameter) {
+      return parameter.has_grad() ? std::optional{parameter.grad()} : std::nullopt;
+    });
     return loss.detach();
   }
 
@@ -79,6 +92,14 @@ class train_step {
   plan_statistics graph_statistics() const { return graph_.statistics(); }
 
  private:
+  template <class Gradients>
+  void update(const Gradients& gradient_of) {
+    if (!hook_) return optimizer_->step_with(gradient_of);
+    step_gradients all = optimizer_->gradients_of(gradient_of);
+    hook_(all);
+    optimizer_->step_with(all);
+  }
+
   template <class T>
   static void require_scalar(const tensor<T>& loss) {
     if (loss.numel() != 1)
@@ -88,6 +109,7 @@ class train_step {
 
   static_graph<Loss> graph_;
   optimizer* optimizer_;
+  gradient_hook hook_;
   bool compiled_ = false;
 };
 
