@@ -13,6 +13,8 @@
 #include <tandem/dist.hpp>
 #include <tandem/tandem.hpp>
 
+#include "dist/same_on_every_rank.hpp"
+
 using namespace tandem;
 using dist::reduce_op;
 using dist::reduce_op_name;
@@ -61,16 +63,6 @@ bool near(T got, double want) {
   return std::abs(static_cast<double>(got) - want) <= tol * (1 + std::abs(want));
 }
 
-// Whether every rank holds the same bytes in t.
-template <class T>
-bool same_on_every_rank(const tensor<T>& t) {
-  tensor<T> all = dist::all_gather(t.contiguous()).wait();
-  const std::int64_t n = t.numel();
-  for (std::int64_t k = 0; k < all.numel(); ++k)
-    if (all.data()[k] != all.data()[k % std::max<std::int64_t>(n, 1)]) return false;
-  return true;
-}
-
 template <class T>
 void check_all_reduce(reduce_op op) {
   const int me = dist::rank(), ranks = dist::world_size();
@@ -84,7 +76,7 @@ void check_all_reduce(reduce_op op) {
     for (std::int64_t i = 0; i < n; i += (n > 1000 ? 997 : 1))
       if (!near(x.data()[i], expected<T>(op, ranks, i))) ++wrong;
     CHECK(wrong == 0);
-    CHECK(same_on_every_rank(x));
+    CHECK(test::same_on_every_rank(x));
   }
 }
 

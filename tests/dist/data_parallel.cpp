@@ -11,6 +11,8 @@
 #include <tandem/dist/data_parallel.hpp>
 #include <tandem/tandem.hpp>
 
+#include "dist/same_on_every_rank.hpp"
+
 using namespace tandem;
 
 namespace {
@@ -25,14 +27,6 @@ struct small_net : nn::module<small_net> {
   }
   auto forward(const auto& x) const { return second(tandem::tanh(first(x))); }
 };
-
-template <class T>
-bool same_on_every_rank(const tensor<T>& t) {
-  tensor<T> all = dist::all_gather(t.contiguous().reshape({-1})).wait();
-  for (std::int64_t k = 0; k < all.numel(); ++k)
-    if (all.data()[k] != all.data()[k % t.numel()]) return false;
-  return true;
-}
 
 tensor<std::int64_t> concatenated(const std::vector<tensor<std::int64_t>>& parts) {
   std::vector<std::int64_t> values;
@@ -52,7 +46,7 @@ void check_trained_alike(const small_net& model, const small_net& reference, dou
     CAPTURE(trained[p].name);
     const tensor<double> got = std::get<tensor<double>>(trained[p].value).contiguous();
     const tensor<double> want = std::get<tensor<double>>(expected[p].value).contiguous();
-    CHECK(same_on_every_rank(got));
+    CHECK(test::same_on_every_rank(got));
     double worst = 0;
     for (std::int64_t i = 0; i < got.numel(); ++i) worst = std::max(worst, std::abs(got.data()[i] - want.data()[i]));
     CHECK(worst < tolerance);
