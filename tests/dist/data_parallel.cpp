@@ -138,3 +138,26 @@ TEST_CASE("average_gradients: a parameter the backward did not reach takes part 
   CHECK(bias.grad().data()[0] == doctest::Approx(2.0 / ranks));
   CHECK(std::get<tensor<double>>(model.named_parameters().front().value).grad().data()[0] == 0.0);
 }
+
+TEST_CASE("broadcast_parameters sends buffers too: batch norm's running statistics") {
+  const int me = dist::rank();
+  struct normed : nn::module<normed> {
+    nn::batch_norm1d<float> norm{4};
+    normed() { register_module("norm", norm); }
+  };
+  normed net;
+  // Each rank's own statistics and scale, as after training apart.
+  for (auto& t : net.named_buffers()) std::get<tensor<float>>(t.value).assign(full<float>({}, 10.0f * me + 1));
+  {
+    no_grad plain;
+    for (auto& t : net.named_parameters()) std::get<tensor<float>>(t.value).assign(full<float>({}, -2.0f * me));
+  }
+  dist::broadcast_parameters(net);
+  for (const auto& t : net.named_buffers()) {
+    CAPTURE(t.name);
+    const auto& value = std::get<tensor<float>>(t.value);
+    CHECK(value.contiguous().data()[0] == 1.0f);
+    CHECK(test::same_on_every_rank(value));
+  }
+  for (const auto& t : net.named_parameters()) CHECK(std::get<tensor<float>>(t.value).contiguous().data()[0] == 0.0f);
+}
