@@ -17,6 +17,7 @@
 // The body must return a state of the types it was given (checked at
 // compile time) and of the same shapes (checked on every iteration).
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <tuple>
@@ -63,11 +64,27 @@ struct fori_construct {
     out.push_back(describe_subgraph("body", body->root()));
   }
 
+  // The final state of a run no backward will follow: each iteration's
+  // executor on the stack, nothing kept.
+  std::vector<any_tensor> forward_only(std::int64_t lo, std::int64_t hi, std::vector<any_tensor> state) const {
+    std::vector<any_tensor> inputs(state.size() + 1);
+    for (std::int64_t i = lo; i < hi; ++i) {
+      inputs[0] = full<std::int64_t>({}, i);
+      std::copy(state.begin(), state.end(), inputs.begin() + 1);
+      std::vector<any_tensor> next = body->evaluate(inputs);
+      counters().ran(0);
+      require_state_shapes("fori_loop", state, next);
+      state = std::move(next);
+    }
+    return state;
+  }
+
   // operands: lo, hi, then the state.
   control_run run(const std::vector<any_tensor>& operands, bool for_backward) const {
     const std::int64_t lo = integer_value("fori_loop", "a loop bound", operands[0]);
     const std::int64_t hi = integer_value("fori_loop", "a loop bound", operands[1]);
     std::vector<any_tensor> state(operands.begin() + 2, operands.end());
+    if (!for_backward) return {forward_only(lo, hi, std::move(state)), {}, std::nullopt};
     std::vector<kept_iteration> iterations;
     control_run result{{}, {}, std::nullopt};
     // Only a state a gradient can reach requires one: from the first
