@@ -115,28 +115,6 @@ void average_bucketed(std::vector<tensor<T>>& gradients, std::size_t bucket_byte
 
 }  // namespace detail
 
-// Each parameter's gradient replaced by its mean over the ranks. A
-// parameter that has no gradient on this rank (the backward did not reach
-// it) takes part as zeros, as with DDP, and gets the mean as its gradient.
-inline void average_gradients(const nn::module_base& model, const communicator& comm = communicator::world(),
-                              std::size_t bucket_bytes = default_bucket_bytes) {
-  if (comm.size() == 1) return;
-  no_grad plain;
-  std::vector<tensor<float>> floats;
-  std::vector<tensor<double>> doubles;
-  for (const auto& p : model.named_parameters())
-    std::visit(
-        [&](auto x) {
-          using T = typename decltype(x)::value_type;
-          if (!x.has_grad()) x.autograd()->grad = zeros<T>(x.shape());
-          if constexpr (std::is_same_v<T, float>) floats.push_back(x.grad());
-          else doubles.push_back(x.grad());
-        },
-        p.value);
-  detail::average_bucketed(floats, bucket_bytes, comm);
-  detail::average_bucketed(doubles, bucket_bytes, comm);
-}
-
 // A training step's gradient hook (nn::train_step) that averages the
 // step's gradients over the ranks, in buckets, before the update.
 inline nn::gradient_hook gradient_averaging(communicator comm = communicator::world(),
@@ -147,6 +125,25 @@ inline nn::gradient_hook gradient_averaging(communicator comm = communicator::wo
     detail::average_bucketed(gradients.floats, bucket_bytes, comm);
     detail::average_bucketed(gradients.doubles, bucket_bytes, comm);
   };
+}
+
+// Each parameter's gradient replaced by its mean over the ranks. A
+// parameter that has no gradient on this rank (the backward did not reach
+// it) takes part as zeros, as with DDP, and gets the mean as its gradient.
+inline void average_gradients(const nn::module_base& model, const communicator& comm = communicator::world(),
+                              std::size_t bucket_bytes = default_bucket_bytes) {
+  if (comm.size() == 1) return;
+  nn::step_gradients all;
+  for (const auto& p : model.named_parameters())
+    std::visit(
+        [&](auto x) {
+          using T = typename decltype(x)::value_type;
+          if (!x.has_grad()) x.autograd()->grad = zeros<T>(x.shape());
+          if constexpr (std::is_same_v<T, float>) all.floats.push_back(x.grad());
+          else all.doubles.push_back(x.grad());
+        },
+        p.value);
+  gradient_averaging(comm, bucket_bytes)(all);
 }
 
 }  // namespace tandem::dist

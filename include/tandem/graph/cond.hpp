@@ -112,31 +112,22 @@ struct branch_construct<Boolean, std::tuple<F...>, T...> {
   }
 
   // operands: the predicate or index, then the branches' operands.
-  control_run run(const std::vector<any_tensor>& operands, bool for_backward) const {
+  // A run a backward may follow; one no backward follows calls forward().
+  control_run run(const std::vector<any_tensor>& operands, bool) const {
     const std::size_t taken = branch_index(name, operands[0], sizeof...(F));
     counters().ran(taken);
-    control_run result{{}, {}, std::nullopt};
-    if (for_backward) {
-      std::unique_ptr<subgraph_run> branch = run_branch(taken, operands);
-      result.outputs = branch->outputs();
-      branch->captured(result.captured);
-      result.backward = [branch = std::move(branch)](const std::vector<std::optional<any_tensor>>& seeds, keyed_gradients& captured) {
-        std::vector<std::optional<any_tensor>> gradients{std::nullopt};
-        for (auto& g : branch->backward(seeds, captured)) gradients.push_back(std::move(g));
-        return gradients;
-      };
-    } else {
-      result.outputs = evaluate_branch(taken, operands);
-    }
-    const bool first = [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return first_call_with<branch_construct>(std::get<tensor<T>>(operands[1 + I])...);
+    std::unique_ptr<subgraph_run> branch = run_branch(taken, operands);
+    control_run result{branch->outputs(), {}, std::nullopt};
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      check_branches_agree(taken, result.outputs, std::get<tensor<T>>(operands[1 + I])...);
     }(std::index_sequence_for<T...>{});
-    if (first) {
-      no_grad plain;
-      for (std::size_t other = 0; other < sizeof...(F); ++other)
-        if (other != taken)
-          require_same_shapes(name, result.outputs, taken, evaluate_branch(other, operands), other, Boolean);
-    }
+    branch->captured(result.captured);
+    result.backward = [branch = std::move(branch)](const std::vector<std::optional<any_tensor>>& seeds,
+                                                   keyed_gradients& captured) {
+      std::vector<std::optional<any_tensor>> gradients{std::nullopt};
+      for (auto& g : branch->backward(seeds, captured)) gradients.push_back(std::move(g));
+      return gradients;
+    };
     return result;
   }
 
@@ -148,13 +139,21 @@ struct branch_construct<Boolean, std::tuple<F...>, T...> {
     const std::size_t taken = branch_index(name, selector, sizeof...(F));
     counters().ran(taken);
     auto outputs = evaluate_branch(taken, x...);
-    if (first_call_with<branch_construct>(x...)) {
-      no_grad plain;
-      const std::vector<any_tensor> values = any_tensors(outputs);
-      for (std::size_t other = 0; other < sizeof...(F); ++other)
-        if (other != taken) require_same_shapes(name, values, taken, any_tensors(evaluate_branch(other, x...)), other, Boolean);
-    }
+    check_branches_agree(taken, outputs, x...);
     return outputs;
+  }
+
+  // On the first call with these operands' signature, the branches not
+  // taken run too, without gradients, and must give the taken one's shapes.
+  template <class Outputs>
+  void check_branches_agree(std::size_t taken, const Outputs& outputs, const tensor<T>&... x) const {
+    if (!first_call_with<branch_construct>(x...)) return;
+    no_grad plain;
+    std::vector<any_tensor> values;
+    if constexpr (std::is_same_v<Outputs, std::vector<any_tensor>>) values = outputs;
+    else values = any_tensors(outputs);
+    for (std::size_t other = 0; other < sizeof...(F); ++other)
+      if (other != taken) require_same_shapes(name, values, taken, any_tensors(evaluate_branch(other, x...)), other, Boolean);
   }
   auto evaluate_branch(std::size_t index, const tensor<T>&... x) const {
     std::optional<decltype(std::get<0>(branches).evaluate(x...))> outputs;
@@ -171,14 +170,6 @@ struct branch_construct<Boolean, std::tuple<F...>, T...> {
       ((K == index ? (run = std::get<K>(branches).run(operands, true, 1), 0) : 0), ...);
     }(std::index_sequence_for<F...>{});
     return run;
-  }
-  // Its outputs, from a run that keeps nothing.
-  std::vector<any_tensor> evaluate_branch(std::size_t index, const std::vector<any_tensor>& operands) const {
-    std::vector<any_tensor> outputs;
-    [&]<std::size_t... K>(std::index_sequence<K...>) {
-      ((K == index ? (outputs = std::get<K>(branches).evaluate(operands, 1), 0) : 0), ...);
-    }(std::index_sequence_for<F...>{});
-    return outputs;
   }
 };
 
