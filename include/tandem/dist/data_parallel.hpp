@@ -132,7 +132,6 @@ inline nn::gradient_hook gradient_averaging(communicator comm = communicator::wo
 // it) takes part as zeros, as with DDP, and gets the mean as its gradient.
 inline void average_gradients(const nn::module_base& model, const communicator& comm = communicator::world(),
                               std::size_t bucket_bytes = default_bucket_bytes) {
-  if (comm.size() == 1) return;
   nn::step_gradients all;
   for (const auto& p : model.named_parameters())
     std::visit(

@@ -1,0 +1,154 @@
+#pragma once
+// How a value of a sharded graph (dist/shard.hpp) lies over the ranks, and
+// the collectives that move it from one layout to another.
+//
+// A strategy is MindSpore's: how many parts each axis of a tensor is cut
+// into, (ranks, 1) cutting the rows of a matrix over all ranks and (1, 1),
+// or {}, keeping it whole on every rank. A value is then
+//   replicated  whole on every rank;
+//   split       cut along one axis into equal blocks, rank r holding the
+//               r-th (the order all_gather concatenates in);
+//   partial     a sum over the ranks of what each holds (a product over a
+//               split contracted axis), summed when a reader needs it.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tandem/core/error.hpp"
+#include "tandem/core/tensor.hpp"
+#include "tandem/dist/collectives.hpp"
+#include "tandem/dist/communicator.hpp"
+
+namespace tandem::dist {
+
+using strategy = std::vector<std::int64_t>;
+
+// What a sharded call moved between the ranks: each collective it
+// inserted, and the blocks each rank cut from a replicated value itself.
+struct shard_statistics {
+  std::int64_t all_reduces = 0, all_gathers = 0, reduce_scatters = 0, local_slices = 0;
+  // One line per collective: which one, after which op, on what shape.
+  std::vector<std::string> collectives;
+};
+
+namespace detail {
+
+struct layout {
+  enum class kind { replicated, split, partial };
+  kind what = kind::replicated;
+  std::int64_t axis = 0;
+
+  static layout replicated() { return {}; }
+  static layout split(std::int64_t axis) { return {kind::split, axis}; }
+  static layout partial() { return {kind::partial, 0}; }
+  bool is_split() const { return what == kind::split; }
+  bool is_partial() const { return what == kind::partial; }
+  bool operator==(const layout&) const = default;
+};
+
+inline std::string describe(const strategy& s) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + (s.size() == 1 ? ",)" : ")");
+}
+
+// The layout a strategy gives a tensor of shape `whole` (`what` names the
+// tensor in errors): every rank holds one block, so only one axis may be
+// cut, into as many parts as there are ranks, and evenly.
+inline layout layout_of(const strategy& s, const shape& whole, const std::string& what, int ranks) {
+  const std::string where = "tandem::dist::shard: " + what + " of shape " + to_string(whole) + " has strategy " +
+                            describe(s);
+  if (s.empty()) return layout::replicated();
+  if (static_cast<std::int64_t>(s.size()) != static_cast<std::int64_t>(whole.size()))
+    throw shape_error(where + ", which names " + std::to_string(s.size()) + " axes instead of " +
+                      std::to_string(whole.size()));
+  layout found;
+  for (std::size_t a = 0; a < s.size(); ++a) {
+    if (s[a] < 1) throw shape_error(where + ": an axis is cut into at least one part");
+    if (s[a] == 1) continue;
+    if (found.is_split())
+      throw shape_error(where + ", which cuts two axes; a tensor is cut along one axis, over all " +
+                        std::to_string(ranks) + " ranks");
+    if (s[a] != ranks)
+      throw shape_error(where + ", which cuts axis " + std::to_string(a) + " into " + std::to_string(s[a]) +
+                        " parts; a cut axis has one part per rank, " + std::to_string(ranks) + " here");
+    if (whole[a] % ranks != 0)
+      throw shape_error(where + ": axis " + std::to_string(a) + " does not cut into " + std::to_string(ranks) +
+                        " equal parts");
+    found = layout::split(static_cast<std::int64_t>(a));
+  }
+  return found;
+}
+
+// This rank's block of a whole tensor cut along `axis`.
+template <class T>
+tensor<T> block_of(const tensor<T>& whole, std::int64_t axis, const communicator& comm) {
+  const std::int64_t length = whole.shape()[axis] / comm.size();
+  return whole.take(axis, comm.rank() * length, length);
+}
+
+// The order that brings `axis` to the front, and the one that undoes it.
+inline std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> axis_to_front(std::int64_t axis,
+                                                                                     std::int64_t rank) {
+  std::vector<std::int64_t> there{axis}, back(static_cast<std::size_t>(rank));
+  for (std::int64_t a = 0; a < rank; ++a)
+    if (a != axis) there.push_back(a);
+  for (std::int64_t a = 0; a < rank; ++a) back[static_cast<std::size_t>(there[static_cast<std::size_t>(a)])] = a;
+  return {there, back};
+}
+
+// The whole tensor from the ranks' blocks along `axis`.
+template <class T>
+tensor<T> gather_along(const tensor<T>& block, std::int64_t axis, const communicator& comm) {
+  auto [there, back] = axis_to_front(axis, block.dim());
+  tensor<T> whole = all_gather(block.permute(there).contiguous(), comm).wait();
+  return whole.permute(back);
+}
+
+// The ranks' values summed, this rank keeping its block along `axis`.
+template <class T>
+tensor<T> reduce_scatter_along(const tensor<T>& value, std::int64_t axis, const communicator& comm) {
+  auto [there, back] = axis_to_front(axis, value.dim());
+  tensor<T> block = reduce_scatter(value.permute(there).contiguous(), reduce_op::sum, comm).wait();
+  return block.permute(back);
+}
+
+// Moves a value between layouts, counting what it sends (`after` names the
+// op that made the value); the value given is left as it was.
+template <class T>
+tensor<T> relayout(const tensor<T>& value, const layout& from, const layout& to, const communicator& comm,
+                   shard_statistics& stats, const std::string& after) {
+  if (from == to) return value;
+  auto note = [&](const char* collective, std::int64_t& count) {
+    ++count;
+    stats.collectives.push_back(std::string(collective) + " after " + after + " " + to_string(value.shape()));
+  };
+  if (from.is_partial()) {
+    if (to.is_split() && value.shape()[to.axis] % comm.size() == 0) {
+      note("reduce_scatter", stats.reduce_scatters);
+      return reduce_scatter_along(value, to.axis, comm);
+    }
+    note("all_reduce", stats.all_reduces);
+    // A copy: the partial value may have other readers.
+    tensor<T> summed = all_reduce(value.clone(), reduce_op::sum, comm).wait();
+    return relayout(summed, layout::replicated(), to, comm, stats, after);
+  }
+  if (from.is_split()) {
+    note("all_gather", stats.all_gathers);
+    return relayout(gather_along(value, from.axis, comm), layout::replicated(), to, comm, stats, after);
+  }
+  if (to.is_split()) {
+    if (value.shape()[to.axis] % comm.size() != 0)
+      throw shape_error("tandem::dist::shard: the value of " + after + " of shape " + to_string(value.shape()) +
+                        " does not cut along axis " + std::to_string(to.axis) + " into " +
+                        std::to_string(comm.size()) + " equal parts");
+    ++stats.local_slices;
+    return block_of(value, to.axis, comm);
+  }
+  throw error("tandem::dist::shard: a partial sum is made by the graph, never asked for");
+}
+
+}  // namespace detail
+}  // namespace tandem::dist

@@ -1,0 +1,363 @@
+#pragma once
+// tandem::dist::shard(f, in_strategies, out_strategies): MindSpore's shard.
+// f is traced as for jit (a template over symbolic values); each rank then
+// computes the graph on its blocks of the inputs, cut as the strategies say
+// (dist/layout.hpp), and the layouts of the other values follow from the
+// ops, with a collective inserted only where an op needs one:
+//
+//   elementwise      follows its operands: a replicated operand is cut to
+//                    the split one's block by each rank, no message sent
+//   sum, mean        over a kept axis, follows it; over the cut axis, a
+//                    partial sum
+//   matmul           rows of a cut: rows of the product; columns of b cut:
+//                    its columns; the contracted axis cut: a partial sum,
+//                    which a reader gets reduce-scattered (when it wants
+//                    a block) or all-reduced (when it wants the whole)
+//   any other op     reads whole operands (all_gather) and gives a whole
+//                    value: correct for every op, cheap for none
+//
+//   auto layer = dist::shard([](const auto& x, const auto& w) { return relu(matmul(x, w)); },
+//                            {{ranks, 1}, {1, 1}},   // x cut by rows, w whole
+//                            {{ranks, 1}});          // the result: this rank's rows
+//   tensor<float> rows = layer(x, w);
+//
+// The inputs are the whole tensors, the same on every rank; each output is
+// what its strategy gives this rank (the whole tensor for (1, 1) or none
+// given). The result equals f's, as float sums reassociate.
+//
+// The graph runs op by op on each rank's blocks, with the eager kernels:
+// the fusion of jit's plans does not apply here yet, and shard has no
+// backward (a call that would record one throws).
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "tandem/autograd/grad_mode.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/tensor.hpp"
+#include "tandem/dist/communicator.hpp"
+#include "tandem/dist/layout.hpp"
+#include "tandem/graph/ops.hpp"
+#include "tandem/graph/run.hpp"
+#include "tandem/graph/static_graph.hpp"
+
+namespace tandem::dist {
+namespace detail {
+
+using tandem::detail::any_tensor;
+using tandem::detail::node_traits;
+using tandem::detail::value_of_t;
+
+template <class N>
+inline constexpr bool can_shard = !tandem::detail::is_control_node<N> && !tandem::detail::is_control_output_node<N>;
+
+struct sharded_value {
+  any_tensor value;
+  layout where;
+  std::string made_by;
+};
+
+template <class T>
+tensor<T> make_scalar_tensor(T v) {
+  tensor<T> t(shape{});
+  t.data()[0] = v;
+  return t;
+}
+
+// Runs one traced graph on this rank's blocks, each value once.
+class shard_evaluator {
+ public:
+  shard_evaluator(std::vector<any_tensor> blocks, std::vector<layout> layouts, const communicator& comm,
+                  shard_statistics& stats)
+      : blocks_(std::move(blocks)), layouts_(std::move(layouts)), comm_(comm), stats_(stats) {}
+
+  template <class N>
+  sharded_value& evaluate(const sym<N>& s) {
+    const void* key = tandem::detail::key_of(s);
+    if (auto found = memo_.find(key); found != memo_.end()) return found->second;
+    sharded_value v = compute(s);
+    return memo_.emplace(key, std::move(v)).first->second;
+  }
+
+  // v's value in layout `to`. A partial sum is summed once for all its
+  // readers: v becomes the sum (reduce-scattered where `to` is a block).
+  template <class T>
+  tensor<T> read(sharded_value& v, const layout& to) {
+    if (v.where.is_partial()) {
+      const layout summed = to.is_split() ? to : layout::replicated();
+      v.value = relayout(std::get<tensor<T>>(v.value), v.where, summed, comm_, stats_, v.made_by);
+      v.where = summed;
+    }
+    return relayout(std::get<tensor<T>>(v.value), v.where, to, comm_, stats_, v.made_by);
+  }
+
+ private:
+  template <class N>
+  sharded_value compute(const sym<N>& s) {
+    static_assert(can_shard<N>,
+                  "tandem::dist::shard: a graph with cond, while_loop, fori_loop or scan cannot be sharded yet; "
+                  "shard the parts around the loop");
+    using traits = node_traits<N>;
+    using T = value_of_t<N>;
+    const N& node = s.node();
+    if constexpr (traits::is_input) {
+      return {blocks_[traits::index], layouts_[traits::index], "input " + std::to_string(traits::index)};
+    } else if constexpr (traits::is_constant) {
+      return {make_scalar_tensor<T>(node.value), layout::replicated(), "a scalar"};
+    } else if constexpr (traits::is_captured) {
+      require_no_gradient(node.value, "a captured tensor");
+      return {node.value, layout::replicated(), "a captured tensor"};
+    } else if constexpr (traits::is_map) {
+      return compute_map(node);
+    } else if constexpr (traits::is_summation) {
+      return compute_summation(node);
+    } else if constexpr (traits::is_matrix_product) {
+      return compute_product(node);
+    } else {
+      return compute_whole(node);
+    }
+  }
+
+  // An elementwise op: the operands' blocks along the first cut operand's
+  // axis (in the broadcast result's axes).
+  template <class Op, class... C>
+  sharded_value compute_map(const tandem::detail::map_node<Op, C...>& node) {
+    std::array<sharded_value*, sizeof...(C)> children = tandem::detail::apply_operands(
+        [&](const auto&... c) { return std::array<sharded_value*, sizeof...(C)>{&evaluate(c)...}; }, node.children);
+    auto rank_of = [](const sharded_value& v) { return std::visit([](const auto& t) { return t.dim(); }, v.value); };
+    std::int64_t out_rank = 0;
+    for (const sharded_value* c : children) out_rank = std::max(out_rank, rank_of(*c));
+    std::optional<std::int64_t> cut;
+    for (const sharded_value* c : children)
+      if (!cut && c->where.is_split()) cut = c->where.axis + out_rank - rank_of(*c);
+    auto operand = [&]<class V>(std::type_identity<V>, sharded_value& c) -> tensor<V> {
+      const std::int64_t offset = out_rank - rank_of(c);
+      if (!cut) return read<V>(c, layout::replicated());
+      if (c.where.is_split() && c.where.axis + offset == *cut) return std::get<tensor<V>>(c.value);
+      tensor<V> whole = read<V>(c, layout::replicated());
+      const std::int64_t axis = *cut - offset;
+      if (axis < 0 || whole.shape()[axis] == 1) return whole;
+      return relayout(whole, layout::replicated(), layout::split(axis), comm_, stats_, c.made_by);
+    };
+    auto out = [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return tandem::detail::eager_map(node.op, operand(std::type_identity<value_of_t<C>>{}, *children[K])...);
+    }(std::index_sequence_for<C...>{});
+    return {std::move(out), cut ? layout::split(*cut) : layout::replicated(), Op::name};
+  }
+
+  // sum and mean: each rank reduces its block. Over the cut axis that is
+  // a part of the whole sum (a mean's part is divided by the ranks).
+  template <class Fn, class T, class C>
+  sharded_value compute_summation(const tandem::detail::apply_node<Fn, T, C>& node) {
+    using X = value_of_t<C>;
+    sharded_value& x = evaluate(tandem::detail::operand_at<0>(node.children));
+    const tensor<X>& block = std::get<tensor<X>>(x.value);
+    tensor<T> local = node.fn(block);
+    if (!x.where.is_split()) return {std::move(local), x.where, node.name};
+    const std::int64_t rank = block.dim();
+    std::int64_t reduced_before = 0;
+    bool cut_reduced = node.fn.ax.is_all();
+    for (std::int64_t a : node.fn.ax) {
+      const std::int64_t axis = a < 0 ? a + rank : a;
+      if (axis == x.where.axis) cut_reduced = true;
+      if (axis < x.where.axis) ++reduced_before;
+    }
+    if (cut_reduced) {
+      if constexpr (Fn::is_mean) local = local / static_cast<T>(comm_.size());
+      return {std::move(local), layout::partial(), node.name};
+    }
+    return {std::move(local), layout::split(node.fn.keepdims ? x.where.axis : x.where.axis - reduced_before),
+            node.name};
+  }
+
+  // matmul of [..., m, k] by [..., k, n].
+  template <class Fn, class T, class A, class B>
+  sharded_value compute_product(const tandem::detail::apply_node<Fn, T, A, B>& node) {
+    using TA = value_of_t<A>;
+    using TB = value_of_t<B>;
+    sharded_value& a = evaluate(tandem::detail::operand_at<0>(node.children));
+    sharded_value& b = evaluate(tandem::detail::operand_at<1>(node.children));
+    const std::int64_t ra = std::visit([](const auto& t) { return t.dim(); }, a.value);
+    const std::int64_t rb = std::visit([](const auto& t) { return t.dim(); }, b.value);
+    const layout whole = layout::replicated();
+    // A product is linear in each factor: a partial factor times a whole
+    // one is a partial product.
+    if ((a.where.is_partial() && b.where == whole) || (b.where.is_partial() && a.where == whole))
+      return {node.fn(std::get<tensor<TA>>(a.value), std::get<tensor<TB>>(b.value)), layout::partial(), node.name};
+    if (ra < 2 || rb < 2)
+      return {node.fn(read<TA>(a, whole), read<TB>(b, whole)), whole, node.name};
+    tensor<TA> ta = read<TA>(a, a.where.is_partial() ? whole : a.where);
+    layout la = a.where.is_partial() ? whole : a.where;
+    tensor<TB> tb = read<TB>(b, b.where.is_partial() ? whole : b.where);
+    layout lb = b.where.is_partial() ? whole : b.where;
+    const std::int64_t ro = std::max(ra, rb);
+    auto cut = [&](auto& t, std::int64_t axis, const std::string& what) {
+      if (axis < 0 || t.shape()[axis] == 1) return;
+      t = relayout(t, whole, layout::split(axis), comm_, stats_, what);
+    };
+    // The pairs of layouts a product keeps without moving a block between
+    // ranks; any other pair first gathers b whole.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (la == whole && lb == whole) return {node.fn(ta, tb), whole, node.name};
+      if (la.is_split() && lb == whole) {
+        if (la.axis == ra - 1) {
+          cut(tb, rb - 2, b.made_by);
+          return {node.fn(ta, tb), layout::partial(), node.name};
+        }
+        if (la.axis == ra - 2) return {node.fn(ta, tb), layout::split(ro - 2), node.name};
+        cut(tb, la.axis + rb - ra, b.made_by);
+        return {node.fn(ta, tb), layout::split(la.axis + ro - ra), node.name};
+      }
+      if (la == whole && lb.is_split()) {
+        if (lb.axis == rb - 1) return {node.fn(ta, tb), layout::split(ro - 1), node.name};
+        if (lb.axis == rb - 2) {
+          cut(ta, ra - 1, a.made_by);
+          return {node.fn(ta, tb), layout::partial(), node.name};
+        }
+        cut(ta, lb.axis + ra - rb, a.made_by);
+        return {node.fn(ta, tb), layout::split(lb.axis + ro - rb), node.name};
+      }
+      if (la.is_split() && lb.is_split()) {
+        if (la.axis == ra - 1 && lb.axis == rb - 2) return {node.fn(ta, tb), layout::partial(), node.name};
+        if (la.axis < ra - 2 && la.axis + ro - ra == lb.axis + ro - rb)
+          return {node.fn(ta, tb), layout::split(la.axis + ro - ra), node.name};
+      }
+      tb = relayout(tb, lb, whole, comm_, stats_, b.made_by);
+      lb = whole;
+    }
+    throw error("tandem::dist::shard: no layout found for matmul");
+  }
+
+  // Any other op runs on whole operands, the same on every rank.
+  template <class Fn, class T, class... C>
+  sharded_value compute_whole(const tandem::detail::apply_node<Fn, T, C...>& node) {
+    std::array<sharded_value*, sizeof...(C)> children = tandem::detail::apply_operands(
+        [&](const auto&... c) { return std::array<sharded_value*, sizeof...(C)>{&evaluate(c)...}; }, node.children);
+    auto out = [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return node.fn(read<value_of_t<C>>(*children[K], layout::replicated())...);
+    }(std::index_sequence_for<C...>{});
+    return {std::move(out), layout::replicated(), node.name};
+  }
+
+  template <class T>
+  static void require_no_gradient(const tensor<T>& t, const char* what) {
+    if constexpr (std::is_floating_point_v<T>)
+      if (tandem::is_grad_enabled() && t.requires_grad())
+        throw error(std::string("tandem::dist::shard: ") + what +
+                    " requires a gradient, and shard has no backward yet; call it under tandem::no_grad");
+  }
+
+  std::vector<any_tensor> blocks_;
+  std::vector<layout> layouts_;
+  const communicator& comm_;
+  shard_statistics& stats_;
+  std::unordered_map<const void*, sharded_value> memo_;
+};
+
+}  // namespace detail
+
+// A function sharded over the ranks of a communicator: dist::shard.
+template <class F>
+class sharded_graph {
+ public:
+  sharded_graph(F f, std::vector<strategy> in, std::vector<strategy> out, communicator comm)
+      : f_(std::move(f)),
+        in_(std::move(in)),
+        out_(std::move(out)),
+        comm_(comm),
+        last_(std::make_shared<shard_statistics>()) {}
+
+  template <class... A>
+  auto operator()(const A&... a) const {
+    static_assert(!(is_symbolic_v<A> || ...),
+                  "tandem::dist::shard: a sharded function is called with tensors, not traced into a static graph");
+    constexpr std::size_t tensors = (std::size_t{0} + ... + std::size_t{is_tensor_v<A>});
+    if (in_.size() != tensors)
+      throw error("tandem::dist::shard: " + std::to_string(in_.size()) + " input strategies for " +
+                  std::to_string(tensors) + " tensor arguments");
+    std::vector<tandem::detail::any_tensor> blocks(sizeof...(A), tensor<float>{});
+    std::vector<detail::layout> layouts(sizeof...(A));
+    std::size_t next = 0;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (prepare<I>(a, next, blocks, layouts), ...);
+    }(std::index_sequence_for<A...>{});
+    auto traced = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return f_(tandem::detail::symbol_for<I>(a)...);
+    }(std::index_sequence_for<A...>{});
+
+    constexpr std::size_t outputs = [] {
+      if constexpr (is_symbolic_v<decltype(traced)>) return std::size_t{1};
+      else return std::tuple_size_v<decltype(traced)>;
+    }();
+    if (!out_.empty() && out_.size() != outputs)
+      throw error("tandem::dist::shard: " + std::to_string(out_.size()) + " output strategies for " +
+                  std::to_string(outputs) + " outputs");
+    shard_statistics stats;
+    no_grad values_only;
+    detail::shard_evaluator evaluator(std::move(blocks), std::move(layouts), comm_, stats);
+    auto result = [&] {
+      if constexpr (is_symbolic_v<decltype(traced)>) {
+        return finish(evaluator, traced, 0);
+      } else {
+        return [&]<std::size_t... K>(std::index_sequence<K...>) {
+          return std::tuple{finish(evaluator, std::get<K>(traced), K)...};
+        }(std::make_index_sequence<outputs>{});
+      }
+    }();
+    *last_ = std::move(stats);
+    return result;
+  }
+
+  // What the last call moved between the ranks.
+  const shard_statistics& statistics() const { return *last_; }
+
+ private:
+  template <std::size_t I, class A>
+  void prepare(const A& a, std::size_t& next, std::vector<tandem::detail::any_tensor>& blocks,
+               std::vector<detail::layout>& layouts) const {
+    if constexpr (is_tensor_v<A>) {
+      using T = typename A::value_type;
+      const tensor<T>& whole = a;
+      if constexpr (std::is_floating_point_v<T>)
+        if (is_grad_enabled() && whole.requires_grad())
+          throw error("tandem::dist::shard: input " + std::to_string(I) +
+                      " requires a gradient, and shard has no backward yet; call it under tandem::no_grad");
+      layouts[I] = detail::layout_of(in_[next++], whole.shape(), "input " + std::to_string(I), comm_.size());
+      blocks[I] = layouts[I].is_split() ? detail::block_of(whole, layouts[I].axis, comm_) : whole;
+    }
+  }
+
+  template <class N>
+  auto finish(detail::shard_evaluator& evaluator, const sym<N>& output, std::size_t k) const {
+    using T = tandem::detail::value_of_t<N>;
+    detail::sharded_value& v = evaluator.evaluate(output);
+    shape whole = std::get<tensor<T>>(v.value).shape();
+    if (v.where.is_split()) whole[v.where.axis] *= comm_.size();
+    const strategy wanted = k < out_.size() ? out_[k] : strategy{};
+    return evaluator.read<T>(v, detail::layout_of(wanted, whole, "output " + std::to_string(k), comm_.size()));
+  }
+
+  F f_;
+  std::vector<strategy> in_, out_;
+  communicator comm_;
+  std::shared_ptr<shard_statistics> last_;
+};
+
+// f sharded over the ranks of `comm`: each tensor argument cut as its
+// strategy says, each output left as its strategy says (whole on every
+// rank where none is given).
+template <class F>
+sharded_graph<F> shard(F f, std::vector<strategy> in_strategies, std::vector<strategy> out_strategies = {},
+                       communicator comm = communicator::world()) {
+  return sharded_graph<F>(std::move(f), std::move(in_strategies), std::move(out_strategies), comm);
+}
+
+}  // namespace tandem::dist

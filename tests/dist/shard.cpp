@@ -1,0 +1,214 @@
+// dist::shard against the function run whole by one process: each rank's
+// block of each output equals the same block of the unsharded result (in
+// double, to rounding), with the collectives each layout needs and no more.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <tandem/dist.hpp>
+#include <tandem/dist/shard.hpp>
+#include <tandem/tandem.hpp>
+
+#include "dist/same_on_every_rank.hpp"
+
+using namespace tandem;
+
+namespace {
+
+tensor<double> random_tensor(shape s, std::uint64_t seed) {
+  generator gen(seed);
+  return uniform<double>(std::move(s), -1.0, 1.0, gen);
+}
+
+// The block of `whole` a rank holds under `s` (the whole where s cuts none).
+tensor<double> block_under(const tensor<double>& whole, const dist::strategy& s) {
+  const int ranks = dist::world_size();
+  for (std::size_t a = 0; a < s.size(); ++a)
+    if (s[a] > 1) {
+      const std::int64_t length = whole.shape()[a] / ranks;
+      return whole.take(static_cast<std::int64_t>(a), dist::rank() * length, length);
+    }
+  return whole;
+}
+
+void check_close(const tensor<double>& got, const tensor<double>& want) {
+  REQUIRE(got.shape() == want.shape());
+  const tensor<double> g = got.contiguous(), w = want.contiguous();
+  double worst = 0;
+  for (std::int64_t i = 0; i < g.numel(); ++i)
+    worst = std::max(worst, std::abs(g.data()[i] - w.data()[i]) / (1 + std::abs(w.data()[i])));
+  CHECK(worst < 1e-12);
+}
+
+dist::strategy rows(int ranks) { return {ranks, 1}; }
+dist::strategy columns(int ranks) { return {1, ranks}; }
+const dist::strategy whole{};
+
+}  // namespace
+
+TEST_CASE("dist::shard: elementwise ops follow their operands' blocks, on sizes that hit SIMD tails") {
+  const int ranks = dist::world_size();
+  auto f = [](const auto& x, const auto& b) { return tandem::tanh(x * 2.0 + b) - x; };
+  for (std::int64_t per_rank : {0, 1, 7, 17, 1000003}) {
+    CAPTURE(per_rank);
+    const tensor<double> x = random_tensor({ranks * per_rank}, 1), b = random_tensor({}, 2);
+    const tensor<double> want = f(x, b);
+    auto sharded = dist::shard(f, {{ranks}, whole}, {{ranks}});
+    check_close(sharded(x, b), block_under(want, {ranks}));
+    CHECK(sharded.statistics().collectives.empty());
+    auto gathered = dist::shard(f, {{ranks}, whole});
+    const tensor<double> all = gathered(x, b);
+    check_close(all, want);
+    CHECK(gathered.statistics().all_gathers == (ranks > 1 ? 1 : 0));
+    CHECK(test::same_on_every_rank(all));
+  }
+}
+
+TEST_CASE("dist::shard: a whole operand that broadcasts along the cut axis is cut by each rank, with no message") {
+  const int ranks = dist::world_size();
+  const tensor<double> x = random_tensor({3, 4 * ranks}, 3), bias = random_tensor({4 * ranks}, 4);
+  auto f = [](const auto& x, const auto& bias) { return tandem::relu(x + bias) * x; };
+  const tensor<double> want = f(x, bias);
+  auto by_columns = dist::shard(f, {columns(ranks), whole}, {columns(ranks)});
+  check_close(by_columns(x, bias), block_under(want, columns(ranks)));
+  CHECK(by_columns.statistics().collectives.empty());
+  CHECK(by_columns.statistics().local_slices == (ranks > 1 ? 1 : 0));
+  // Cut along the rows, the bias (which has no rows) is read whole.
+  const tensor<double> tall = random_tensor({2 * ranks, 4 * ranks}, 19);
+  auto by_rows = dist::shard(f, {rows(ranks), whole}, {rows(ranks)});
+  check_close(by_rows(tall, bias), block_under(f(tall, bias), rows(ranks)));
+  CHECK(by_rows.statistics().local_slices == 0);
+}
+
+TEST_CASE("dist::shard: a non-contiguous view is cut as the tensor it shows") {
+  const int ranks = dist::world_size();
+  const tensor<double> stored = random_tensor({5, 2 * ranks}, 5);
+  const tensor<double> x = stored.transpose(0, 1);
+  auto f = [](const auto& x) { return tandem::exp(x) * 0.5; };
+  auto sharded = dist::shard(f, {rows(ranks)}, {rows(ranks)});
+  check_close(sharded(x), block_under(f(x), rows(ranks)));
+}
+
+TEST_CASE("dist::shard: sums and means over a kept axis stay cut; over the cut axis they are summed over the ranks") {
+  const int ranks = dist::world_size();
+  const tensor<double> x = random_tensor({2 * ranks, 3, 5}, 6);
+  auto kept = dist::shard([](const auto& x) { return sum(x * x, {1, 2}); }, {{ranks, 1, 1}}, {{ranks}});
+  check_close(kept(x), block_under(sum(x * x, {1, 2}), {ranks}));
+  CHECK(kept.statistics().collectives.empty());
+
+  auto over_cut = dist::shard([](const auto& x) { return mean(x, 0) + sum(x, {0, 2}, true); }, {{ranks, 1, 1}});
+  check_close(over_cut(x), mean(x, 0) + sum(x, {0, 2}, true));
+  CHECK(over_cut.statistics().all_reduces == (ranks > 1 ? 2 : 0));
+
+  auto everything = dist::shard([](const auto& x) { return mean(tandem::square(x)); }, {{1, 1, ranks}});
+  const tensor<double> x_wide = random_tensor({2, 3, 4 * ranks}, 7);
+  check_close(everything(x_wide), mean(tandem::square(x_wide)));
+}
+
+TEST_CASE("dist::shard: matmul split by rows, by columns, and by the contracted axis") {
+  const int ranks = dist::world_size();
+  const std::int64_t m = 3 * ranks, k = 5 * ranks, n = 2 * ranks;
+  const tensor<double> a = random_tensor({m, k}, 8), b = random_tensor({k, n}, 9);
+  auto product = [](const auto& a, const auto& b) { return matmul(a, b); };
+  const tensor<double> want = matmul(a, b);
+  const bool many = ranks > 1;
+
+  auto by_rows = dist::shard(product, {rows(ranks), whole}, {rows(ranks)});
+  check_close(by_rows(a, b), block_under(want, rows(ranks)));
+  CHECK(by_rows.statistics().collectives.empty());
+
+  auto by_columns = dist::shard(product, {whole, columns(ranks)}, {columns(ranks)});
+  check_close(by_columns(a, b), block_under(want, columns(ranks)));
+  CHECK(by_columns.statistics().collectives.empty());
+
+  SUBCASE("contracted axis cut in both factors: a partial product, reduce-scattered into rows") {
+    auto contracted = dist::shard(product, {columns(ranks), rows(ranks)}, {rows(ranks)});
+    check_close(contracted(a, b), block_under(want, rows(ranks)));
+    CHECK(contracted.statistics().reduce_scatters == (many ? 1 : 0));
+    CHECK(contracted.statistics().all_reduces == 0);
+  }
+  SUBCASE("contracted axis cut in one factor: the other is cut by each rank, then all-reduced whole") {
+    auto contracted = dist::shard(product, {columns(ranks), whole});
+    const tensor<double> got = contracted(a, b);
+    check_close(got, want);
+    CHECK(contracted.statistics().all_reduces == (many ? 1 : 0));
+    CHECK(contracted.statistics().local_slices == (many ? 1 : 0));
+    CHECK(test::same_on_every_rank(got));
+  }
+  SUBCASE("rows of a and columns of b cut: b is gathered") {
+    auto both = dist::shard(product, {rows(ranks), columns(ranks)}, {rows(ranks)});
+    check_close(both(a, b), block_under(want, rows(ranks)));
+    CHECK(both.statistics().all_gathers == (many ? 1 : 0));
+  }
+}
+
+TEST_CASE("dist::shard: a two-layer block cut as Megatron-LM cuts it needs one all-reduce") {
+  const int ranks = dist::world_size();
+  const tensor<double> x = random_tensor({4, 6}, 10), w1 = random_tensor({6, 8 * ranks}, 11),
+                       w2 = random_tensor({8 * ranks, 6}, 12);
+  auto block = [](const auto& x, const auto& w1, const auto& w2) { return matmul(tandem::relu(matmul(x, w1)), w2) + x; };
+  auto sharded = dist::shard(block, {whole, columns(ranks), rows(ranks)});
+  const tensor<double> got = sharded(x, w1, w2);
+  check_close(got, block(x, w1, w2));
+  CHECK(sharded.statistics().all_reduces == (ranks > 1 ? 1 : 0));
+  CHECK(sharded.statistics().all_gathers == 0);
+  CHECK(test::same_on_every_rank(got));
+  if (ranks > 1) CHECK(sharded.statistics().collectives.front().find("all_reduce after matmul") == 0);
+}
+
+TEST_CASE("dist::shard: batched matmul cut along the batch, and ops without a rule run on whole values") {
+  const int ranks = dist::world_size();
+  const tensor<double> a = random_tensor({2 * ranks, 3, 4}, 13), b = random_tensor({2 * ranks, 4, 5}, 14),
+                       shared = random_tensor({4, 5}, 15);
+  auto batched = dist::shard([](const auto& a, const auto& b) { return matmul(a, b); }, {{ranks, 1, 1}, {ranks, 1, 1}},
+                             {{ranks, 1, 1}});
+  check_close(batched(a, b), block_under(matmul(a, b), {ranks, 1, 1}));
+  CHECK(batched.statistics().collectives.empty());
+  auto broadcast = dist::shard([](const auto& a, const auto& w) { return matmul(a, w); }, {{ranks, 1, 1}, whole},
+                               {{ranks, 1, 1}});
+  check_close(broadcast(a, shared), block_under(matmul(a, shared), {ranks, 1, 1}));
+
+  auto f = [](const auto& a, const auto& w) { return softmax(matmul(a, w), -1).reshape({-1}); };
+  auto gathered = dist::shard(f, {{ranks, 1, 1}, whole});
+  check_close(gathered(a, shared), f(a, shared));
+}
+
+TEST_CASE("dist::shard: outputs of a tuple, each with its strategy") {
+  const int ranks = dist::world_size();
+  const tensor<double> x = random_tensor({2 * ranks, 3}, 16);
+  auto f = [](const auto& x) { return std::tuple{x * x, sum(x, 0)}; };
+  auto sharded = dist::shard(f, {rows(ranks)}, {rows(ranks), {1}});
+  auto [squares, sums] = sharded(x);
+  check_close(squares, block_under(x * x, rows(ranks)));
+  check_close(sums, sum(x, 0));
+}
+
+TEST_CASE("dist::shard: strategies no rank could run with throw, naming the tensor, its shape and the strategy") {
+  const int ranks = dist::world_size();
+  const tensor<double> x = random_tensor({2 * ranks, ranks + 1}, 17);
+  auto f = [](const auto& x) { return x + 1.0; };
+  const std::string named =
+      "input 0 of shape [" + std::to_string(2 * ranks) + ", " + std::to_string(ranks + 1) + "] has strategy (";
+  CHECK_THROWS_WITH_AS(dist::shard(f, {{ranks, 1, 1}})(x), doctest::Contains(named.c_str()), shape_error);
+  CHECK_THROWS_WITH_AS(dist::shard(f, {{ranks, 1}, {1}})(x), doctest::Contains("2 input strategies for 1 tensor"),
+                       error);
+  CHECK_THROWS_WITH_AS(dist::shard(f, {{0, 1}})(x), doctest::Contains("cut into at least one part"), shape_error);
+  CHECK_THROWS_WITH_AS(dist::shard(f, {{ranks, 1}}, {{ranks, 1}, {1}})(x),
+                       doctest::Contains("2 output strategies for 1 outputs"), error);
+  if (ranks > 1) {
+    CHECK_THROWS_WITH_AS(dist::shard(f, {{ranks, ranks}})(x), doctest::Contains("which cuts two axes"), shape_error);
+    CHECK_THROWS_WITH_AS(dist::shard(f, {{1, ranks}})(x), doctest::Contains("does not cut into"), shape_error);
+    CHECK_THROWS_WITH_AS(dist::shard(f, {{ranks + 1, 1}})(x), doctest::Contains("one part per rank"), shape_error);
+  }
+  tensor<double> w = random_tensor({ranks + 1, 3}, 18);
+  w.set_requires_grad(true);
+  CHECK_THROWS_WITH_AS(dist::shard([](const auto& x, const auto& w) { return matmul(x, w); }, {rows(ranks), whole})(x, w),
+                       doctest::Contains("shard has no backward yet"), error);
+  no_grad plain;
+  check_close(dist::shard([](const auto& x, const auto& w) { return matmul(x, w); }, {rows(ranks), whole})(x, w),
+              matmul(x, w));
+}
