@@ -60,6 +60,7 @@ TEST_CASE("dist::shard: elementwise ops follow their operands' blocks, on sizes 
     auto sharded = dist::shard(f, {{ranks}, whole}, {{ranks}});
     check_close(sharded(x, b), block_under(want, {ranks}));
     CHECK(sharded.statistics().collectives.empty());
+    CHECK(sharded.statistics().fused_regions == (jit_enabled() ? 1 : 0));
     auto gathered = dist::shard(f, {{ranks}, whole});
     const tensor<double> all = gathered(x, b);
     check_close(all, want);
@@ -100,9 +101,17 @@ TEST_CASE("dist::shard: sums and means over a kept axis stay cut; over the cut a
   check_close(kept(x), block_under(sum(x * x, {1, 2}), {ranks}));
   CHECK(kept.statistics().collectives.empty());
 
+  CHECK(kept.statistics().fused_regions == 0);
+
   auto over_cut = dist::shard([](const auto& x) { return mean(x, 0) + sum(x, {0, 2}, true); }, {{ranks, 1, 1}});
   check_close(over_cut(x), mean(x, 0) + sum(x, {0, 2}, true));
   CHECK(over_cut.statistics().all_reduces == (ranks > 1 ? 2 : 0));
+
+  // The chain feeding a sum runs in the sum's loop.
+  auto chain = [](const auto& x) { return sum(tandem::exp(x) * x - 1.0, 0); };
+  auto fused = dist::shard(chain, {{ranks, 1, 1}});
+  check_close(fused(x), chain(x));
+  CHECK(fused.statistics().fused_regions == (jit_enabled() ? 1 : 0));
 
   auto everything = dist::shard([](const auto& x) { return mean(tandem::square(x)); }, {{1, 1, ranks}});
   const tensor<double> x_wide = random_tensor({2, 3, 4 * ranks}, 7);

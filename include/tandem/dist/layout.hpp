@@ -25,10 +25,12 @@ namespace tandem::dist {
 
 using strategy = std::vector<std::int64_t>;
 
-// What a sharded call moved between the ranks: each collective it
-// inserted, and the blocks each rank cut from a replicated value itself.
+// What a sharded call did: each collective it inserted, the blocks each
+// rank cut from a whole value itself, and the loops it fused.
 struct shard_statistics {
   std::int64_t all_reduces = 0, all_gathers = 0, reduce_scatters = 0, local_slices = 0;
+  // Elementwise regions of two ops or more, each run as one fused loop.
+  std::int64_t fused_regions = 0;
   // One line per collective: which one, after which op, on what shape.
   std::vector<std::string> collectives;
 };

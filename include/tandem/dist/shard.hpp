@@ -25,9 +25,11 @@
 // what its strategy gives this rank (the whole tensor for (1, 1) or none
 // given). The result equals f's, as float sums reassociate.
 //
-// The graph runs op by op on each rank's blocks, with the eager kernels:
-// the fusion of jit's plans does not apply here yet, and shard has no
-// backward (a call that would record one throws).
+// On each rank, every elementwise region of the graph (with the sum or
+// mean it feeds) runs as one fused static graph over the rank's blocks
+// (graph/region.hpp), its plan kept across calls; matmul and the other ops
+// run their kernels between regions. shard has no backward yet: a call
+// that would record one throws.
 
 #include <array>
 #include <cstdint>
@@ -46,6 +48,7 @@
 #include "tandem/dist/communicator.hpp"
 #include "tandem/dist/layout.hpp"
 #include "tandem/graph/ops.hpp"
+#include "tandem/graph/region.hpp"
 #include "tandem/graph/run.hpp"
 #include "tandem/graph/static_graph.hpp"
 
@@ -116,7 +119,7 @@ class shard_evaluator {
       require_no_gradient(node.value, "a captured tensor");
       return {node.value, layout::replicated(), "a captured tensor"};
     } else if constexpr (traits::is_map) {
-      return compute_map(node);
+      return compute_map(s);
     } else if constexpr (traits::is_summation) {
       return compute_summation(node);
     } else if constexpr (traits::is_matrix_product) {
@@ -126,56 +129,106 @@ class shard_evaluator {
     }
   }
 
-  // An elementwise op: the operands' blocks along the first cut operand's
-  // axis (in the broadcast result's axes).
-  template <class Op, class... C>
-  sharded_value compute_map(const tandem::detail::map_node<Op, C...>& node) {
-    std::array<sharded_value*, sizeof...(C)> children = tandem::detail::apply_operands(
-        [&](const auto&... c) { return std::array<sharded_value*, sizeof...(C)>{&evaluate(c)...}; }, node.children);
+  // The leaves of the elementwise region at s (graph/region.hpp), read in
+  // one layout: each leaf cut along the first cut leaf's axis (counted from
+  // the last, which broadcasting keeps), or whole where it broadcasts
+  // along it or none is cut.
+  template <class N>
+  struct region_operands {
+    typename tandem::detail::region_leaf_types<N>::type tensors;
+    std::int64_t rank = 0;
+    layout where;
+  };
+  template <class N>
+  region_operands<N> read_region(const sym<N>& s) {
+    std::array<sharded_value*, tandem::detail::region_leaves<N>> leaves{};
+    std::size_t next = 0;
+    tandem::detail::for_each_region_leaf(s, [&](const auto& leaf) { leaves[next++] = &evaluate(leaf); });
     auto rank_of = [](const sharded_value& v) { return std::visit([](const auto& t) { return t.dim(); }, v.value); };
-    std::int64_t out_rank = 0;
-    for (const sharded_value* c : children) out_rank = std::max(out_rank, rank_of(*c));
-    std::optional<std::int64_t> cut;
-    for (const sharded_value* c : children)
-      if (!cut && c->where.is_split()) cut = c->where.axis + out_rank - rank_of(*c);
-    auto operand = [&]<class V>(std::type_identity<V>, sharded_value& c) -> tensor<V> {
-      const std::int64_t offset = out_rank - rank_of(c);
-      if (!cut) return read<V>(c, layout::replicated());
-      if (c.where.is_split() && c.where.axis + offset == *cut) return std::get<tensor<V>>(c.value);
-      tensor<V> whole = read<V>(c, layout::replicated());
-      const std::int64_t axis = *cut - offset;
+    region_operands<N> out;
+    std::optional<std::int64_t> cut_from_last;
+    for (const sharded_value* leaf : leaves) {
+      out.rank = std::max(out.rank, rank_of(*leaf));
+      if (!cut_from_last && leaf->where.is_split()) cut_from_last = rank_of(*leaf) - leaf->where.axis;
+    }
+    auto operand = [&]<class V>(std::type_identity<tensor<V>>, sharded_value& leaf) -> tensor<V> {
+      if (!cut_from_last) return read<V>(leaf, layout::replicated());
+      const std::int64_t axis = rank_of(leaf) - *cut_from_last;
+      if (leaf.where == layout::split(axis)) return std::get<tensor<V>>(leaf.value);
+      tensor<V> whole = read<V>(leaf, layout::replicated());
       if (axis < 0 || whole.shape()[axis] == 1) return whole;
-      return relayout(whole, layout::replicated(), layout::split(axis), comm_, stats_, c.made_by);
+      return relayout(whole, layout::replicated(), layout::split(axis), comm_, stats_, leaf.made_by);
     };
-    auto out = [&]<std::size_t... K>(std::index_sequence<K...>) {
-      return tandem::detail::eager_map(node.op, operand(std::type_identity<value_of_t<C>>{}, *children[K])...);
-    }(std::index_sequence_for<C...>{});
-    return {std::move(out), cut ? layout::split(*cut) : layout::replicated(), Op::name};
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      ((std::get<K>(out.tensors) =
+            operand(std::type_identity<std::tuple_element_t<K, decltype(out.tensors)>>{}, *leaves[K])),
+       ...);
+    }(std::make_index_sequence<tandem::detail::region_leaves<N>>{});
+    out.where = cut_from_last ? layout::split(out.rank - *cut_from_last) : layout::replicated();
+    return out;
   }
 
-  // sum and mean: each rank reduces its block. Over the cut axis that is
-  // a part of the whole sum (a mean's part is divided by the ranks).
+  // `then` of the region at s over its operands: one op eagerly, more as
+  // one fused loop.
+  template <class N, class Then>
+  auto run_region(const sym<N>& s, region_operands<N>& operands, Then then) {
+    return std::apply(
+        [&](const auto&... leaves) {
+          if constexpr (tandem::detail::region_ops<N> == 1) {
+            return then(tandem::detail::rebuild_region<0>(s, std::forward_as_tuple(leaves...)));
+          } else {
+            if (jit_enabled()) ++stats_.fused_regions;
+            return tandem::detail::run_region(s, std::move(then), leaves...);
+          }
+        },
+        operands.tensors);
+  }
+
+  // An elementwise region: its value follows its operands' layout.
+  template <class N>
+  sharded_value compute_map(const sym<N>& s) {
+    region_operands<N> operands = read_region(s);
+    auto out = run_region(s, operands, [](const auto& v) { return v; });
+    return {std::move(out), operands.where, node_traits<N>::op::name};
+  }
+
+  // sum and mean: each rank reduces its block (with the elementwise region
+  // that feeds it, in one loop). Over the cut axis that is a part of the
+  // whole sum (a mean's part is divided by the ranks).
   template <class Fn, class T, class C>
   sharded_value compute_summation(const tandem::detail::apply_node<Fn, T, C>& node) {
-    using X = value_of_t<C>;
-    sharded_value& x = evaluate(tandem::detail::operand_at<0>(node.children));
-    const tensor<X>& block = std::get<tensor<X>>(x.value);
-    tensor<T> local = node.fn(block);
-    if (!x.where.is_split()) return {std::move(local), x.where, node.name};
-    const std::int64_t rank = block.dim();
+    const auto& input = tandem::detail::operand_at<0>(node.children);
+    tensor<T> local;
+    layout from;
+    std::int64_t rank = 0;
+    if constexpr (node_traits<C>::is_map) {
+      region_operands<C> operands = read_region(input);
+      local = run_region(input, operands, [fn = node.fn](const auto& v) {
+        if constexpr (Fn::is_mean) return tandem::mean(v, fn.ax, fn.keepdims);
+        else return tandem::sum(v, fn.ax, fn.keepdims);
+      });
+      from = operands.where;
+      rank = operands.rank;
+    } else {
+      sharded_value& x = evaluate(input);
+      const auto& block = std::get<tensor<value_of_t<C>>>(x.value);
+      local = node.fn(block);
+      from = x.where;
+      rank = block.dim();
+    }
+    if (!from.is_split()) return {std::move(local), from, node.name};
     std::int64_t reduced_before = 0;
     bool cut_reduced = node.fn.ax.is_all();
     for (std::int64_t a : node.fn.ax) {
       const std::int64_t axis = a < 0 ? a + rank : a;
-      if (axis == x.where.axis) cut_reduced = true;
-      if (axis < x.where.axis) ++reduced_before;
+      if (axis == from.axis) cut_reduced = true;
+      if (axis < from.axis) ++reduced_before;
     }
     if (cut_reduced) {
       if constexpr (Fn::is_mean) local = local / static_cast<T>(comm_.size());
       return {std::move(local), layout::partial(), node.name};
     }
-    return {std::move(local), layout::split(node.fn.keepdims ? x.where.axis : x.where.axis - reduced_before),
-            node.name};
+    return {std::move(local), layout::split(node.fn.keepdims ? from.axis : from.axis - reduced_before), node.name};
   }
 
   // matmul of [..., m, k] by [..., k, n].
