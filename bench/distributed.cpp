@@ -8,6 +8,11 @@
 //                                    data-parallel training steps of the
 //                                    demo's models on batches of 64 per rank:
 //                                    examples per second over the job
+//   bench_distributed shard [calls]  a transformer's MLP block, 256 x 512
+//                                    by 512 x 2048 by 2048 x 512: jit on
+//                                    one process beside dist::shard cut by
+//                                    rows (no message) and as Megatron-LM
+//                                    cuts it (one all-reduce)
 //
 //   mpirun -np 2 ./build/release/bench/bench_distributed all_reduce
 //
@@ -19,12 +24,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <tandem/dist.hpp>
 #include <tandem/dist/data_parallel.hpp>
+#include <tandem/dist/shard.hpp>
 #include <tandem/tandem.hpp>
 
 #include "../examples/fashion_models.hpp"
@@ -71,6 +78,10 @@ void all_reduce_bandwidth() {
   }
 }
 
+// How a step averages its gradients: after the backward in one bucket
+// (average_gradients), or during it in buckets (data_parallel).
+enum class averaging { after_backward, during_backward };
+
 template <class Model>
 void training_throughput(const char* name, int steps) {
   const int me = dist::rank(), ranks = dist::world_size();
@@ -78,19 +89,52 @@ void training_throughput(const char* name, int steps) {
   generator data_gen(7 + static_cast<std::uint64_t>(me));
   tensor<float> images = uniform<float>({batch, 784}, 0, 1, data_gen);
   tensor<std::int64_t> labels = integers<std::int64_t>({batch}, 0, 10, data_gen);
-  generator init(1);
-  Model model(init);
-  dist::broadcast_parameters(model);
-  nn::adam optimizer(model.named_parameters(), {.lr = 1e-3});
-  double per_step = timed(steps, [&] {
-    model.zero_grad();
-    nn::cross_entropy(model(images), labels).backward();
-    dist::average_gradients(model);
-    optimizer.step();
-  });
-  if (me == 0)
-    std::printf("%s, %d rank(s), batch %lld per rank: %.2f ms a step, %.0f examples/s\n", name, ranks,
-                static_cast<long long>(batch), per_step * 1e3, ranks * batch / per_step);
+  for (averaging how : {averaging::after_backward, averaging::during_backward}) {
+    generator init(1);
+    Model model(init);
+    dist::broadcast_parameters(model);
+    std::optional<dist::data_parallel> replicas;
+    if (how == averaging::during_backward) replicas.emplace(model);
+    nn::adam optimizer(model.named_parameters(), {.lr = 1e-3});
+    double per_step = timed(steps, [&] {
+      model.zero_grad();
+      nn::cross_entropy(model(images), labels).backward();
+      if (replicas) replicas->finish();
+      else dist::average_gradients(model);
+      optimizer.step();
+    });
+    if (me == 0)
+      std::printf("%s, %d rank(s), batch %lld per rank, averaged %s: %.2f ms a step, %.0f examples/s\n", name, ranks,
+                  static_cast<long long>(batch),
+                  how == averaging::after_backward ? "after the backward " : "during the backward", per_step * 1e3,
+                  ranks * batch / per_step);
+  }
+}
+
+void sharded_block(int calls) {
+  const int me = dist::rank(), ranks = dist::world_size();
+  constexpr std::int64_t tokens = 256, width = 512, hidden = 2048;
+  generator gen(3);
+  const tensor<float> x = uniform<float>({tokens, width}, -1, 1, gen);
+  const tensor<float> w1 = uniform<float>({width, hidden}, -0.05, 0.05, gen);
+  const tensor<float> w2 = uniform<float>({hidden, width}, -0.05, 0.05, gen);
+  auto block = [](const auto& x, const auto& w1, const auto& w2) { return matmul(gelu(matmul(x, w1)), w2) + x; };
+  const dist::strategy whole{};
+  auto compiled = jit(block);
+  auto by_rows = dist::shard(block, {{ranks, 1}, whole, whole}, {{ranks, 1}});
+  auto megatron = dist::shard(block, {whole, {1, ranks}, {ranks, 1}});
+  const double one = timed(calls, [&] { compiled(x, w1, w2); });
+  const double rows = timed(calls, [&] { by_rows(x, w1, w2); });
+  const double cut = timed(calls, [&] { megatron(x, w1, w2); });
+  if (me == 0) {
+    std::printf("MLP block %lldx%lld by %lldx%lld by %lldx%lld, %d rank(s)\n", static_cast<long long>(tokens),
+                static_cast<long long>(width), static_cast<long long>(width), static_cast<long long>(hidden),
+                static_cast<long long>(hidden), static_cast<long long>(width), ranks);
+    std::printf("  jit, unsharded on each rank:   %8.3f ms\n", one * 1e3);
+    std::printf("  shard by rows:                 %8.3f ms (%.2fx)\n", rows * 1e3, one / rows);
+    std::printf("  shard as Megatron-LM (%lld msg): %8.3f ms (%.2fx)\n",
+                static_cast<long long>(megatron.statistics().collectives.size()), cut * 1e3, one / cut);
+  }
 }
 
 }  // namespace
@@ -102,8 +146,9 @@ int main(int argc, char** argv) {
   if (which == "all_reduce") all_reduce_bandwidth();
   else if (which == "mlp") training_throughput<fashion::mlp>("mlp", steps);
   else if (which == "cnn") training_throughput<fashion::cnn>("cnn", steps);
+  else if (which == "shard") sharded_block(steps);
   else {
-    std::fprintf(stderr, "usage: %s <all_reduce | mlp | cnn> [steps]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s <all_reduce | mlp | cnn | shard> [steps]\n", argv[0]);
     return 2;
   }
 }

@@ -90,10 +90,13 @@ run_result train(const std::string& name, mode m, const dataset& train_set, cons
   nn::cosine_schedule schedule(optimizer, epochs, 1e-4);
   // One training step: eagerly, zero_grad, forward, backward, update; in
   // mode::graph, forward, backward and update as one static graph call.
-  // Over several ranks the gradients are averaged before the update.
+  // Over several ranks the gradients are averaged before the update (an
+  // eager backward starts the averaging of the last layers' buckets while
+  // it goes on through the first layers').
   nn::gradient_hook over_ranks;
 #if defined(TANDEM_DEMO_DISTRIBUTED)
-  if (place.ranks > 1) over_ranks = dist::gradient_averaging();
+  std::optional<dist::data_parallel> replicas;
+  if (place.ranks > 1) over_ranks = replicas.emplace(model).gradient_hook();
 #endif
   nn::train_step step([&model](const auto& images, const auto& labels) { return cross_entropy(model(images), labels); },
                       optimizer, over_ranks);

@@ -3,6 +3,7 @@
 // are in tandem/io.hpp.
 
 #include "tandem/autograd/functional.hpp"
+#include "tandem/autograd/gradient_ready.hpp"
 #include "tandem/autograd/grad_mode.hpp"
 #include "tandem/autograd/parameter.hpp"
 #include "tandem/core/allocator.hpp"

@@ -161,3 +161,86 @@ TEST_CASE("broadcast_parameters sends buffers too: batch norm's running statisti
   }
   for (const auto& t : net.named_parameters()) CHECK(std::get<tensor<float>>(t.value).contiguous().data()[0] == 0.0f);
 }
+
+TEST_CASE("dist::data_parallel: buckets averaged during the backward train as one process, eagerly and in graphs") {
+  const int me = dist::rank(), ranks = dist::world_size();
+  generator data_gen(9);
+  const tensor<double> x = uniform<double>({24, 5}, -1, 1, data_gen), y = uniform<double>({24, 3}, -1, 1, data_gen);
+  for (mode m : {mode::eager, mode::graph}) {
+    CAPTURE(m == mode::graph);
+    generator init(300 + me), reference_init(300);
+    small_net model(init), reference(reference_init);
+    // Buckets of 200 bytes: the gradients travel in several.
+    dist::data_parallel ddp(model, dist::communicator::world(), 200);
+    nn::adam optimizer(model.named_parameters(), {.lr = 0.05});
+    nn::adam reference_optimizer(reference.named_parameters(), {.lr = 0.05});
+    auto loss_of = [](const small_net& net) {
+      return [&net](const auto& images, const auto& targets) { return nn::mse_loss(net(images), targets); };
+    };
+    set_mode(m);
+    nn::train_step step(loss_of(model), optimizer, ddp.gradient_hook());
+    nn::train_step reference_step(loss_of(reference), reference_optimizer);
+    generator order(4);
+    const auto mine = data::distributed_batches(24, 3, &order, me, ranks);
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+      step(index_select(x, 0, mine[k]), index_select(y, 0, mine[k]));
+      std::vector<tensor<std::int64_t>> step_batches;
+      for (int r = 0; r < ranks; ++r) {
+        generator same(4);
+        step_batches.push_back(data::distributed_batches(24, 3, &same, r, ranks)[k]);
+      }
+      reference_step(index_select(x, 0, concatenated(step_batches)), index_select(y, 0, concatenated(step_batches)));
+    }
+    set_mode(mode::eager);
+    const dist::data_parallel_statistics& stats = ddp.statistics();
+    if (ranks > 1) {
+      CHECK(stats.buckets > 1);
+      // A static graph's backward calls no hook: its buckets start after it.
+      CHECK(stats.started_in_backward == (m == mode::eager ? stats.buckets : 0));
+      CHECK(stats.restarted == 0);
+    }
+    check_trained_alike(model, reference, 1e-10);
+  }
+}
+
+TEST_CASE("dist::data_parallel: in a loop of one's own, with gradients accumulated over two backwards") {
+  const int me = dist::rank(), ranks = dist::world_size();
+  generator data_gen(10);
+  const tensor<double> x = uniform<double>({8 * ranks, 5}, -1, 1, data_gen);
+  generator init(400 + me), reference_init(400);
+  small_net model(init), reference(reference_init);
+  dist::data_parallel ddp(model, dist::communicator::world(), 200);
+  auto loss = [&](const small_net& net, const tensor<double>& rows) { return sum(tandem::square(net(rows))); };
+  const tensor<double> first = x.take(0, 8 * me, 4), second = x.take(0, 8 * me + 4, 4);
+  model.zero_grad();
+  loss(model, first).backward();
+  loss(model, second).backward();
+  ddp.finish();
+  // The second backward found its buckets in flight with the first's
+  // gradients: finish() starts them again with the sums.
+  if (ranks > 1) CHECK(ddp.statistics().restarted == ddp.statistics().buckets);
+  reference.zero_grad();
+  for (int r = 0; r < ranks; ++r) loss(reference, x.take(0, 8 * r, 8)).backward();
+  const auto got = model.named_parameters(), want = reference.named_parameters();
+  for (std::size_t p = 0; p < got.size(); ++p) {
+    const tensor<double> g = std::get<tensor<double>>(got[p].value).grad().contiguous();
+    const tensor<double> w = (std::get<tensor<double>>(want[p].value).grad() / static_cast<double>(ranks)).contiguous();
+    CHECK(test::same_on_every_rank(g));
+    for (std::int64_t i = 0; i < g.numel(); ++i) CHECK(g.data()[i] == doctest::Approx(w.data()[i]).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("dist::data_parallel: a parameter one rank's backward did not reach takes part as zeros") {
+  const int me = dist::rank(), ranks = dist::world_size();
+  generator init(5);
+  small_net model(init);
+  dist::data_parallel ddp(model);
+  model.zero_grad();
+  tensor<double> bias = std::get<tensor<double>>(model.named_parameters().back().value);
+  tensor<double> first_weight = std::get<tensor<double>>(model.named_parameters().front().value);
+  if (me == 0) sum(bias * 2.0).backward();
+  else sum(first_weight * 0.0).backward();
+  ddp.finish();
+  CHECK(bias.grad().data()[0] == doctest::Approx(2.0 / ranks));
+  CHECK(first_weight.grad().data()[0] == 0.0);
+}

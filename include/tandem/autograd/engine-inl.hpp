@@ -4,13 +4,33 @@
 // core/config.hpp).
 
 #include <algorithm>
+#include <cstdint>
 #include <queue>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "tandem/autograd/engine.hpp"
 
 namespace tandem::detail {
+
+// For each node reachable from root that runs when ready: how many edges
+// from reachable nodes lead to it.
+inline std::unordered_map<node*, std::int64_t> edges_into_eager_nodes(node& root) {
+  std::unordered_map<node*, std::int64_t> count;
+  std::vector<node*> pending{&root};
+  std::unordered_set<node*> seen{&root};
+  while (!pending.empty()) {
+    node* n = pending.back();
+    pending.pop_back();
+    for (const auto& next : n->next()) {
+      if (!next) continue;
+      if (next->runs_when_ready()) ++count[next.get()];
+      if (seen.insert(next.get()).second) pending.push_back(next.get());
+    }
+  }
+  return count;
+}
 
 TANDEM_LIBRARY_FUNCTION void run_graph(node& root, const backward_context& context, capture_request* capture) {
   grad_mode_guard mode(context.create_graph);
@@ -27,23 +47,54 @@ TANDEM_LIBRARY_FUNCTION void run_graph(node& root, const backward_context& conte
     }
   } reset{seen};
 
-  auto enqueue = [&](node* n) {
-    if (n->queued) return;
+  auto mark = [&](node* n) {
     n->queued = true;
     seen.push_back(n);
+  };
+  auto enqueue = [&](node* n) {
+    if (n->queued) return;
+    mark(n);
     ready.push(n);
   };
-  enqueue(&root);
-  while (!ready.empty()) {
-    node* n = ready.top();
-    ready.pop();
+  auto run_one = [&](node* n) {
     if (capture) {
       auto at = std::find(capture->targets.begin(), capture->targets.end(), n);
       if (at != capture->targets.end()) capture->results[at - capture->targets.begin()] = n->pending();
     }
     n->run(context);
-    for (const auto& next : n->next())
-      if (next && next->has_pending()) enqueue(next.get());
+  };
+  // A leaf someone waits for (a data-parallel bucket) runs once every
+  // node that sends it a gradient has, as PyTorch counts dependencies,
+  // instead of last (a reused leaf's accumulator is older than the whole
+  // graph). Counted only while such leaves exist.
+  std::unordered_map<node*, std::int64_t> waiting;
+  if (ready_hook_count().load(std::memory_order_relaxed) > 0) waiting = edges_into_eager_nodes(root);
+
+  enqueue(&root);
+  while (!ready.empty()) {
+    node* n = ready.top();
+    ready.pop();
+    run_one(n);
+    for (const auto& next : n->next()) {
+      if (!next) continue;
+      if (auto w = waiting.find(next.get()); w != waiting.end()) {
+        if (--w->second == 0 && next->has_pending() && !next->queued) {
+          mark(next.get());
+          run_one(next.get());
+        }
+        continue;
+      }
+      if (next->has_pending()) enqueue(next.get());
+    }
+  }
+  // Those that a reachable node never sent its part to (it had none).
+  std::vector<node*> late;
+  for (const auto& [n, edges] : waiting)
+    if (!n->queued && n->has_pending()) late.push_back(n);
+  std::sort(late.begin(), late.end(), later);
+  for (auto n = late.rbegin(); n != late.rend(); ++n) {
+    mark(*n);
+    run_one(*n);
   }
 }
 

@@ -51,6 +51,10 @@ class node : public std::enable_shared_from_this<node> {
   // What the op is called, for error messages.
   virtual std::string name() const = 0;
   virtual bool is_leaf_accumulator() const { return false; }
+  // Whether the engine runs this node as soon as every node that sends it
+  // a gradient has run, rather than in sequence order (a leaf whose
+  // gradient someone waits for: autograd/gradient_ready.hpp).
+  virtual bool runs_when_ready() const { return false; }
 
   bool queued = false;
 
@@ -64,6 +68,13 @@ class node : public std::enable_shared_from_this<node> {
   }
   std::uint64_t sequence_;
 };
+
+// How many gradient-ready hooks exist: while there are none, the engine
+// does not count the edges into leaves.
+inline std::atomic<std::int64_t>& ready_hook_count() {
+  static std::atomic<std::int64_t> count{0};
+  return count;
+}
 
 }  // namespace detail
 }  // namespace tandem

@@ -69,6 +69,13 @@ class leaf_accumulator final : public typed_node<T> {
     // inputs) or be a broadcast view: a leaf keeps its own buffer.
     if (!context.create_graph && (g.storage().use_count() > 1 || !g.is_contiguous())) g = g.clone();
     meta->grad = meta->grad ? *meta->grad + g : g;
+    // A copy: a hook may remove itself.
+    const auto hooks = meta->ready_hooks;
+    for (const auto& hook : hooks) hook.second(*meta->grad);
+  }
+  bool runs_when_ready() const override {
+    auto meta = meta_.lock();
+    return meta && !meta->ready_hooks.empty();
   }
   std::string name() const override {
     auto meta = meta_.lock();

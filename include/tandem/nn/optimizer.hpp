@@ -58,10 +58,13 @@ void update_in_place(const Op& op, slot_state<T>& p, const tensor<T>& grad) {
 
 // Every parameter's gradient for one step, in the optimizer's order of
 // parameters (floats, then doubles): what a training step's gradient hook
-// reads and rewrites in place before the update (train_step.hpp).
+// reads and rewrites in place before the update (train_step.hpp), beside
+// the parameters they are for.
 struct step_gradients {
   std::vector<tensor<float>> floats;
   std::vector<tensor<double>> doubles;
+  std::vector<tensor<float>> float_parameters;
+  std::vector<tensor<double>> double_parameters;
 };
 
 // What all optimizers share: the parameters (by name), the learning rate a
@@ -90,8 +93,14 @@ class optimizer {
   template <class Gradients>
   step_gradients gradients_of(const Gradients& gradient_of) const {
     step_gradients all;
-    for (const auto& p : floats_) all.floats.push_back(gradient_or_zeros(p.value, gradient_of));
-    for (const auto& p : doubles_) all.doubles.push_back(gradient_or_zeros(p.value, gradient_of));
+    for (const auto& p : floats_) {
+      all.floats.push_back(gradient_or_zeros(p.value, gradient_of));
+      all.float_parameters.push_back(p.value);
+    }
+    for (const auto& p : doubles_) {
+      all.doubles.push_back(gradient_or_zeros(p.value, gradient_of));
+      all.double_parameters.push_back(p.value);
+    }
     return all;
   }
   // Updates each parameter from the gradient at its position.
