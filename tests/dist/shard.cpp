@@ -221,3 +221,39 @@ TEST_CASE("dist::shard: strategies no rank could run with throw, naming the tens
   check_close(dist::shard([](const auto& x, const auto& w) { return matmul(x, w); }, {rows(ranks), whole})(x, w),
               matmul(x, w));
 }
+
+TEST_CASE("dist::shard: max, min, softmax, transpose and permute keep a cut where they can") {
+  const int ranks = dist::world_size();
+  const bool many = ranks > 1;
+  const tensor<double> x = random_tensor({2 * ranks, 3, 5}, 20);
+  const dist::strategy by_batch{ranks, 1, 1};
+
+  auto extremes = [](const auto& x) { return max(x, 2, true) - min(x, {1, 2}, true); };
+  auto kept = dist::shard(extremes, {by_batch}, {by_batch});
+  check_close(kept(x), block_under(extremes(x), by_batch));
+  CHECK(kept.statistics().all_reduces == 0);
+  CHECK(kept.statistics().all_gathers == 0);
+  auto over_cut = dist::shard([](const auto& x) { return max(x, 0) + min(x); }, {by_batch});
+  check_close(over_cut(x), max(x, 0) + min(x));
+  CHECK(over_cut.statistics().all_reduces == (many ? 2 : 0));
+
+  auto along_kept = dist::shard([](const auto& x) { return softmax(x, -1) + log_softmax(x, 1); }, {by_batch},
+                                {by_batch});
+  check_close(along_kept(x), block_under(softmax(x, -1) + log_softmax(x, 1), by_batch));
+  CHECK(along_kept.statistics().collectives.empty());
+  auto along_cut = dist::shard([](const auto& x) { return softmax(x, 0); }, {by_batch}, {by_batch});
+  check_close(along_cut(x), block_under(softmax(x, 0), by_batch));
+  CHECK(along_cut.statistics().all_gathers == (many ? 1 : 0));
+
+  auto moved = dist::shard([](const auto& x) { return x.transpose(0, 2).permute({1, 2, 0}) * 2.0; }, {by_batch},
+                           {{1, ranks, 1}});
+  check_close(moved(x), block_under(x.transpose(0, 2).permute({1, 2, 0}) * 2.0, {1, ranks, 1}));
+  CHECK(moved.statistics().collectives.empty());
+  // A partial product stays partial through a transpose.
+  const tensor<double> a = random_tensor({3, 4 * ranks}, 21), b = random_tensor({4 * ranks, 2}, 22);
+  auto transposed = dist::shard([](const auto& a, const auto& b) { return matmul(a, b).transpose(0, 1); },
+                                {columns(ranks), rows(ranks)});
+  check_close(transposed(a, b), matmul(a, b).transpose(0, 1));
+  CHECK(transposed.statistics().all_reduces == (many ? 1 : 0));
+  CHECK(transposed.statistics().collectives.size() == (many ? 1u : 0u));
+}

@@ -13,6 +13,11 @@
 //                    its columns; the contracted axis cut: a partial sum,
 //                    which a reader gets reduce-scattered (when it wants
 //                    a block) or all-reduced (when it wants the whole)
+//   max, min         over a kept axis, follows it; over the cut axis, each
+//                    rank's extreme, then an all-reduce of those
+//   softmax          along a kept axis, follows it; along the cut one,
+//                    on the whole
+//   transpose, permute  move the cut axis with the others
 //   any other op     reads whole operands (all_gather) and gives a whole
 //                    value: correct for every op, cheap for none
 //
@@ -61,6 +66,34 @@ using tandem::detail::value_of_t;
 
 template <class N>
 inline constexpr bool can_shard = !tandem::detail::is_control_node<N> && !tandem::detail::is_control_output_node<N>;
+
+// The ops with a rule of their own besides sum, mean and matmul.
+template <class Fn>
+inline constexpr bool is_extreme = false;
+template <bool Max>
+inline constexpr bool is_extreme<tandem::detail::extreme_reduction<Max>> = true;
+template <class Fn>
+inline constexpr bool is_softmax = false;
+template <bool Log>
+inline constexpr bool is_softmax<tandem::detail::softmax_function<Log>> = true;
+template <class Fn>
+inline constexpr bool moves_axes =
+    std::is_same_v<Fn, tandem::detail::axes_swap> || std::is_same_v<Fn, tandem::detail::axes_order>;
+
+// Where a reduction over `ax` leaves an operand's cut axis.
+struct cut_after_reduction {
+  bool reduced = false;
+  std::int64_t axis = 0;
+};
+inline cut_after_reduction reduce_cut(const axes& ax, bool keepdims, std::int64_t rank, std::int64_t cut) {
+  cut_after_reduction out{ax.is_all(), cut};
+  for (std::int64_t a : ax) {
+    const std::int64_t axis = a < 0 ? a + rank : a;
+    if (axis == cut) out.reduced = true;
+    if (axis < cut && !keepdims) --out.axis;
+  }
+  return out;
+}
 
 struct sharded_value {
   any_tensor value;
@@ -124,6 +157,12 @@ class shard_evaluator {
       return compute_summation(node);
     } else if constexpr (traits::is_matrix_product) {
       return compute_product(node);
+    } else if constexpr (is_extreme<typename N::fn_type>) {
+      return compute_extreme(node);
+    } else if constexpr (is_softmax<typename N::fn_type>) {
+      return compute_softmax(node);
+    } else if constexpr (moves_axes<typename N::fn_type>) {
+      return compute_axes_moved(node);
     } else {
       return compute_whole(node);
     }
@@ -217,18 +256,67 @@ class shard_evaluator {
       rank = block.dim();
     }
     if (!from.is_split()) return {std::move(local), from, node.name};
-    std::int64_t reduced_before = 0;
-    bool cut_reduced = node.fn.ax.is_all();
-    for (std::int64_t a : node.fn.ax) {
-      const std::int64_t axis = a < 0 ? a + rank : a;
-      if (axis == from.axis) cut_reduced = true;
-      if (axis < from.axis) ++reduced_before;
-    }
-    if (cut_reduced) {
+    const cut_after_reduction cut = reduce_cut(node.fn.ax, node.fn.keepdims, rank, from.axis);
+    if (cut.reduced) {
       if constexpr (Fn::is_mean) local = local / static_cast<T>(comm_.size());
       return {std::move(local), layout::partial(), node.name};
     }
-    return {std::move(local), layout::split(node.fn.keepdims ? from.axis : from.axis - reduced_before), node.name};
+    return {std::move(local), layout::split(cut.axis), node.name};
+  }
+
+  // max and min: over the cut axis, each rank's extreme of its block, then
+  // the extreme of those over the ranks.
+  template <class Fn, class T, class C>
+  sharded_value compute_extreme(const tandem::detail::apply_node<Fn, T, C>& node) {
+    using X = value_of_t<C>;
+    sharded_value& x = evaluate(tandem::detail::operand_at<0>(node.children));
+    if (x.where.is_partial()) read<X>(x, layout::replicated());
+    const tensor<X>& block = std::get<tensor<X>>(x.value);
+    tensor<T> local = node.fn(block);
+    if (!x.where.is_split()) return {std::move(local), x.where, node.name};
+    const cut_after_reduction cut = reduce_cut(node.fn.ax, node.fn.keepdims, block.dim(), x.where.axis);
+    if (!cut.reduced) return {std::move(local), layout::split(cut.axis), node.name};
+    ++stats_.all_reduces;
+    stats_.collectives.push_back(std::string("all_reduce (") + node.name + ") after " + node.name + " " +
+                                 to_string(local.shape()));
+    const reduce_op op = std::is_same_v<Fn, tandem::detail::extreme_reduction<true>> ? reduce_op::max : reduce_op::min;
+    return {all_reduce(local, op, comm_).wait(), layout::replicated(), node.name};
+  }
+
+  // softmax and log_softmax: along a kept axis, on the block; along the
+  // cut one, on the whole.
+  template <class Fn, class T, class C>
+  sharded_value compute_softmax(const tandem::detail::apply_node<Fn, T, C>& node) {
+    using X = value_of_t<C>;
+    sharded_value& x = evaluate(tandem::detail::operand_at<0>(node.children));
+    if (x.where.is_partial()) read<X>(x, layout::replicated());
+    const std::int64_t rank = std::get<tensor<X>>(x.value).dim();
+    const std::int64_t axis = node.fn.axis < 0 ? node.fn.axis + rank : node.fn.axis;
+    if (x.where.is_split() && x.where.axis != axis)
+      return {node.fn(std::get<tensor<X>>(x.value)), x.where, node.name};
+    return {node.fn(read<X>(x, layout::replicated())), layout::replicated(), node.name};
+  }
+
+  // transpose and permute move the cut axis with the others (a partial sum
+  // stays one: they are linear).
+  template <class Fn, class T, class C>
+  sharded_value compute_axes_moved(const tandem::detail::apply_node<Fn, T, C>& node) {
+    using X = value_of_t<C>;
+    sharded_value& x = evaluate(tandem::detail::operand_at<0>(node.children));
+    const tensor<X>& block = std::get<tensor<X>>(x.value);
+    tensor<T> moved = node.fn(block);
+    if (!x.where.is_split()) return {std::move(moved), x.where, node.name};
+    const std::int64_t rank = block.dim();
+    auto normal = [rank](std::int64_t a) { return a < 0 ? a + rank : a; };
+    std::int64_t axis = x.where.axis;
+    if constexpr (std::is_same_v<Fn, tandem::detail::axes_swap>) {
+      if (axis == normal(node.fn.first)) axis = normal(node.fn.second);
+      else if (axis == normal(node.fn.second)) axis = normal(node.fn.first);
+    } else {
+      for (std::size_t i = 0; i < node.fn.order.size(); ++i)
+        if (normal(node.fn.order[i]) == x.where.axis) axis = static_cast<std::int64_t>(i);
+    }
+    return {std::move(moved), layout::split(axis), node.name};
   }
 
   // matmul of [..., m, k] by [..., k, n].

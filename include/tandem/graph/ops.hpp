@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "tandem/graph/trace.hpp"
 #include "tandem/ops/conv.hpp"
@@ -72,6 +73,43 @@ struct matrix_product {
 template <>
 inline constexpr bool is_matrix_product<matrix_product> = true;
 
+// max and min; softmax and log_softmax along an axis; transpose and
+// permute: functions of a type of their own, so that a sharded graph
+// (dist/shard.hpp) knows what they do with a cut axis.
+template <bool Max>
+struct extreme_reduction {
+  axes ax;
+  bool keepdims;
+  template <class T>
+  auto operator()(const tensor<T>& t) const {
+    if constexpr (Max) return max(t, ax, keepdims);
+    else return min(t, ax, keepdims);
+  }
+};
+template <bool Log>
+struct softmax_function {
+  std::int64_t axis;
+  template <class T>
+  auto operator()(const tensor<T>& t) const {
+    if constexpr (Log) return log_softmax(t, axis);
+    else return softmax(t, axis);
+  }
+};
+struct axes_swap {
+  std::int64_t first, second;
+  template <class T>
+  auto operator()(const tensor<T>& t) const {
+    return t.transpose(first, second);
+  }
+};
+struct axes_order {
+  std::vector<std::int64_t> order;
+  template <class T>
+  auto operator()(const tensor<T>& t) const {
+    return t.permute(order);
+  }
+};
+
 }  // namespace detail
 
 template <class N>
@@ -88,11 +126,11 @@ auto prod(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) 
 }
 template <class N>
 auto max(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) {
-  return detail::apply_eager("max", [ax, keepdims](const auto& t) { return max(t, ax, keepdims); }, x);
+  return detail::apply_eager("max", detail::extreme_reduction<true>{ax, keepdims}, x);
 }
 template <class N>
 auto min(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) {
-  return detail::apply_eager("min", [ax, keepdims](const auto& t) { return min(t, ax, keepdims); }, x);
+  return detail::apply_eager("min", detail::extreme_reduction<false>{ax, keepdims}, x);
 }
 template <class N>
 auto argmax(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) {
@@ -121,11 +159,11 @@ auto broadcast_to(const sym<N>& x, const shape& target) {
 }
 template <class N>
 auto softmax(const sym<N>& x, std::int64_t axis = -1) {
-  return detail::apply_eager("softmax", [axis](const auto& t) { return softmax(t, axis); }, x);
+  return detail::apply_eager("softmax", detail::softmax_function<false>{axis}, x);
 }
 template <class N>
 auto log_softmax(const sym<N>& x, std::int64_t axis = -1) {
-  return detail::apply_eager("log_softmax", [axis](const auto& t) { return log_softmax(t, axis); }, x);
+  return detail::apply_eager("log_softmax", detail::softmax_function<true>{axis}, x);
 }
 
 template <class A, class B>
@@ -216,11 +254,11 @@ auto flatten(const sym<N>& x, std::int64_t start = 0) {
 }
 template <class N>
 auto transpose(const sym<N>& x, std::int64_t a, std::int64_t b) {
-  return detail::apply_eager("transpose", [a, b](const auto& t) { return t.transpose(a, b); }, x);
+  return detail::apply_eager("transpose", detail::axes_swap{a, b}, x);
 }
 template <class N>
 auto permute(const sym<N>& x, std::vector<std::int64_t> order) {
-  return detail::apply_eager("permute", [order](const auto& t) { return t.permute(order); }, x);
+  return detail::apply_eager("permute", detail::axes_order{std::move(order)}, x);
 }
 template <class N>
 auto unsqueeze(const sym<N>& x, std::int64_t axis) {
