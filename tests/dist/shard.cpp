@@ -257,3 +257,41 @@ TEST_CASE("dist::shard: max, min, softmax, transpose and permute keep a cut wher
   CHECK(transposed.statistics().all_reduces == (many ? 1 : 0));
   CHECK(transposed.statistics().collectives.size() == (many ? 1u : 0u));
 }
+
+TEST_CASE("dist::shard: reshapes keep a cut where each block is a block of the result") {
+  const int ranks = dist::world_size();
+  const bool many = ranks > 1;
+  const tensor<double> x = random_tensor({4 * ranks, 3}, 23);
+  auto rows_kept = [](const auto& x) { return x.flatten().unsqueeze(0).squeeze(0).reshape({-1, 6}) * 2.0; };
+  auto kept = dist::shard(rows_kept, {rows(ranks)}, {rows(ranks)});
+  check_close(kept(x), block_under(rows_kept(x), rows(ranks)));
+  CHECK(kept.statistics().collectives.empty());
+  // Columns flattened are no block of the result: gathered.
+  const tensor<double> wide = random_tensor({3, 4 * ranks}, 24);
+  auto flat = dist::shard([](const auto& x) { return flatten(x) + 1.0; }, {columns(ranks)});
+  check_close(flat(wide), flatten(wide) + 1.0);
+  CHECK(flat.statistics().all_gathers == (many ? 1 : 0));
+}
+
+TEST_CASE("dist::shard: multi-head attention with the heads cut over the ranks needs one all-reduce") {
+  const int ranks = dist::world_size();
+  // 12 heads of 2, features 5, batch 2, sequence 3: 12 splits over 1 to 4 ranks.
+  const tensor<double> x = random_tensor({2, 3, 5}, 25), wq = random_tensor({5, 24}, 26),
+                       wk = random_tensor({5, 24}, 27), wv = random_tensor({5, 24}, 28),
+                       wo = random_tensor({24, 5}, 29);
+  auto attention = [](const auto& x, const auto& wq, const auto& wk, const auto& wv, const auto& wo) {
+    auto heads = [](const auto& t) { return t.reshape({2, 3, 12, 2}).permute({0, 2, 1, 3}); };
+    auto q = heads(matmul(x, wq));
+    auto k = heads(matmul(x, wk));
+    auto v = heads(matmul(x, wv));
+    auto weights = softmax(matmul(q, k.transpose(2, 3)) * 0.5, -1);
+    return matmul(matmul(weights, v).permute({0, 2, 1, 3}).reshape({2, 3, 24}), wo) + x;
+  };
+  auto sharded = dist::shard(attention, {{}, columns(ranks), columns(ranks), columns(ranks), rows(ranks)});
+  const tensor<double> got = sharded(x, wq, wk, wv, wo);
+  check_close(got, attention(x, wq, wk, wv, wo));
+  CHECK(test::same_on_every_rank(got));
+  CHECK(sharded.statistics().all_reduces == (ranks > 1 ? 1 : 0));
+  CHECK(sharded.statistics().all_gathers == 0);
+  CHECK(sharded.statistics().reduce_scatters == 0);
+}

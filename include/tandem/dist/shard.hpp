@@ -18,6 +18,10 @@
 //   softmax          along a kept axis, follows it; along the cut one,
 //                    on the whole
 //   transpose, permute  move the cut axis with the others
+//   reshape, flatten, squeeze, unsqueeze
+//                    keep the cut where each block is a block of the
+//                    result (rows stay rows; heads split from a cut
+//                    feature axis are cut heads)
 //   any other op     reads whole operands (all_gather) and gives a whole
 //                    value: correct for every op, cheap for none
 //
@@ -79,6 +83,34 @@ inline constexpr bool is_softmax<tandem::detail::softmax_function<Log>> = true;
 template <class Fn>
 inline constexpr bool moves_axes =
     std::is_same_v<Fn, tandem::detail::axes_swap> || std::is_same_v<Fn, tandem::detail::axes_order>;
+
+template <class Fn>
+inline constexpr bool keeps_order =
+    std::is_same_v<Fn, tandem::detail::shape_change> || std::is_same_v<Fn, tandem::detail::flatten_from> ||
+    std::is_same_v<Fn, tandem::detail::unit_axis<true>> || std::is_same_v<Fn, tandem::detail::unit_axis<false>>;
+
+// Where a reshape from `from` (cut along `cut` over `ranks`) to `to` puts
+// the cut, if each rank's block is a block of the result: the axes before
+// the cut hold as many elements in both, and the blocks' boundaries fall
+// on whole steps of the result's axis.
+inline std::optional<std::int64_t> cut_after_reshape(const shape& from, std::int64_t cut, const shape& to, int ranks) {
+  if (numel(from) != numel(to)) return std::nullopt;
+  std::int64_t outer = 1, inner = 1;
+  for (std::int64_t a = 0; a < static_cast<std::int64_t>(from.size()); ++a)
+    if (a < cut) outer *= from[a];
+    else if (a > cut) inner *= from[a];
+  const std::int64_t block = from[cut] / ranks * inner;
+  std::int64_t before = 1;
+  for (std::int64_t c = 0; c < static_cast<std::int64_t>(to.size()); ++c) {
+    if (before == outer) {
+      std::int64_t after = 1;
+      for (std::int64_t a = c + 1; a < static_cast<std::int64_t>(to.size()); ++a) after *= to[a];
+      if (after > 0 && block % after == 0 && to[c] % ranks == 0 && to[c] * after == from[cut] * inner) return c;
+    }
+    before *= to[c];
+  }
+  return std::nullopt;
+}
 
 // Where a reduction over `ax` leaves an operand's cut axis.
 struct cut_after_reduction {
@@ -163,6 +195,8 @@ class shard_evaluator {
       return compute_softmax(node);
     } else if constexpr (moves_axes<typename N::fn_type>) {
       return compute_axes_moved(node);
+    } else if constexpr (keeps_order<typename N::fn_type>) {
+      return compute_reshaped(node);
     } else {
       return compute_whole(node);
     }
@@ -375,6 +409,24 @@ class shard_evaluator {
       lb = whole;
     }
     throw error("tandem::dist::shard: no layout found for matmul");
+  }
+
+  // reshape, flatten, squeeze and unsqueeze: each rank reshapes its block
+  // where it is a block of the result (a partial sum stays one).
+  template <class Fn, class T, class C>
+  sharded_value compute_reshaped(const tandem::detail::apply_node<Fn, T, C>& node) {
+    using X = value_of_t<C>;
+    sharded_value& x = evaluate(tandem::detail::operand_at<0>(node.children));
+    const tensor<X>& block = std::get<tensor<X>>(x.value);
+    if (!x.where.is_split()) return {node.fn(block), x.where, node.name};
+    shape whole = block.shape();
+    whole[x.where.axis] *= comm_.size();
+    shape to = node.fn.result_shape(whole);
+    if (auto cut = cut_after_reshape(whole, x.where.axis, to, comm_.size())) {
+      to[*cut] /= comm_.size();
+      return {block.reshape(to), layout::split(*cut), node.name};
+    }
+    return {node.fn(read<X>(x, layout::replicated())), layout::replicated(), node.name};
   }
 
   // Any other op runs on whole operands, the same on every rank.

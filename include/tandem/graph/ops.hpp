@@ -110,6 +110,63 @@ struct axes_order {
   }
 };
 
+// The shape ops that keep the elements' order (reshape, flatten, squeeze,
+// unsqueeze): each also says what shape it gives a tensor of shape `in`.
+struct shape_change {
+  shape target;
+  template <class T>
+  auto operator()(const tensor<T>& t) const {
+    return t.reshape(target);
+  }
+  shape result_shape(const shape& in) const {
+    shape out = target;
+    std::int64_t known = 1, unknown = -1;
+    for (std::size_t a = 0; a < out.size(); ++a)
+      if (out[a] == -1) unknown = static_cast<std::int64_t>(a);
+      else known *= out[a];
+    if (unknown >= 0 && known != 0) out[unknown] = numel(in) / known;
+    return out;
+  }
+};
+struct flatten_from {
+  std::int64_t start;
+  template <class T>
+  auto operator()(const tensor<T>& t) const {
+    return flatten(t, start);
+  }
+  shape result_shape(const shape& in) const {
+    const std::int64_t rank = static_cast<std::int64_t>(in.size());
+    const std::int64_t first = start < 0 ? start + rank : start;
+    shape out;
+    std::int64_t rest = 1;
+    for (std::int64_t a = 0; a < rank; ++a)
+      if (a < first) out.push_back(in[a]);
+      else rest *= in[a];
+    out.push_back(rest);
+    return out;
+  }
+};
+template <bool Insert>
+struct unit_axis {
+  std::int64_t axis;
+  template <class T>
+  auto operator()(const tensor<T>& t) const {
+    if constexpr (Insert) return t.unsqueeze(axis);
+    else return t.squeeze(axis);
+  }
+  shape result_shape(const shape& in) const {
+    shape out = in;
+    const std::int64_t rank = static_cast<std::int64_t>(in.size());
+    if constexpr (Insert) {
+      out.insert(axis < 0 ? axis + rank + 1 : axis, 1);
+    } else {
+      const std::int64_t a = axis < 0 ? axis + rank : axis;
+      if (in[a] == 1) out.erase(a);
+    }
+    return out;
+  }
+};
+
 }  // namespace detail
 
 template <class N>
@@ -246,11 +303,11 @@ auto one_hot(const sym<N>& indices, std::int64_t classes) {
 // The view ops, as functions of symbolic values (sym's members call these).
 template <class N>
 auto reshape(const sym<N>& x, const shape& s) {
-  return detail::apply_eager("reshape", [s](const auto& t) { return t.reshape(s); }, x);
+  return detail::apply_eager("reshape", detail::shape_change{s}, x);
 }
 template <class N>
 auto flatten(const sym<N>& x, std::int64_t start = 0) {
-  return detail::apply_eager("flatten", [start](const auto& t) { return flatten(t, start); }, x);
+  return detail::apply_eager("flatten", detail::flatten_from{start}, x);
 }
 template <class N>
 auto transpose(const sym<N>& x, std::int64_t a, std::int64_t b) {
@@ -262,11 +319,11 @@ auto permute(const sym<N>& x, std::vector<std::int64_t> order) {
 }
 template <class N>
 auto unsqueeze(const sym<N>& x, std::int64_t axis) {
-  return detail::apply_eager("unsqueeze", [axis](const auto& t) { return t.unsqueeze(axis); }, x);
+  return detail::apply_eager("unsqueeze", detail::unit_axis<true>{axis}, x);
 }
 template <class N>
 auto squeeze(const sym<N>& x, std::int64_t axis) {
-  return detail::apply_eager("squeeze", [axis](const auto& t) { return t.squeeze(axis); }, x);
+  return detail::apply_eager("squeeze", detail::unit_axis<false>{axis}, x);
 }
 template <class N>
 auto take(const sym<N>& x, std::int64_t axis, std::int64_t first, std::int64_t count, std::int64_t step) {
