@@ -167,6 +167,11 @@ TEST_CASE("dist::shard: a two-layer block cut as Megatron-LM cuts it needs one a
   CHECK(sharded.statistics().all_gathers == 0);
   CHECK(test::same_on_every_rank(got));
   if (ranks > 1) CHECK(sharded.statistics().collectives.front().find("all_reduce after matmul") == 0);
+  // Each rank giving only its own blocks computes the same.
+  const tensor<double> from_blocks =
+      sharded.on_blocks(x, block_under(w1, columns(ranks)).contiguous(), block_under(w2, rows(ranks)).contiguous());
+  check_close(from_blocks, got);
+  CHECK(sharded.statistics().all_reduces == (ranks > 1 ? 1 : 0));
 }
 
 TEST_CASE("dist::shard: batched matmul cut along the batch, and ops without a rule run on whole values") {

@@ -16,7 +16,7 @@ namespace tandem::detail {
 
 // For each node reachable from root that runs when ready: how many edges
 // from reachable nodes lead to it.
-inline std::unordered_map<node*, std::int64_t> edges_into_eager_nodes(node& root) {
+inline std::unordered_map<node*, std::int64_t> edges_into_nodes_run_when_ready(node& root) {
   std::unordered_map<node*, std::int64_t> count;
   std::vector<node*> pending{&root};
   std::unordered_set<node*> seen{&root};
@@ -68,7 +68,7 @@ TANDEM_LIBRARY_FUNCTION void run_graph(node& root, const backward_context& conte
   // instead of last (a reused leaf's accumulator is older than the whole
   // graph). Counted only while such leaves exist.
   std::unordered_map<node*, std::int64_t> waiting;
-  if (ready_hook_count().load(std::memory_order_relaxed) > 0) waiting = edges_into_eager_nodes(root);
+  if (ready_hook_count().load(std::memory_order_relaxed) > 0) waiting = edges_into_nodes_run_when_ready(root);
 
   enqueue(&root);
   while (!ready.empty()) {

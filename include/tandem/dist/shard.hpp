@@ -30,9 +30,10 @@
 //                            {{ranks, 1}});          // the result: this rank's rows
 //   tensor<float> rows = layer(x, w);
 //
-// The inputs are the whole tensors, the same on every rank; each output is
-// what its strategy gives this rank (the whole tensor for (1, 1) or none
-// given). The result equals f's, as float sums reassociate.
+// The inputs are the whole tensors, the same on every rank, or, through
+// on_blocks(), each rank's own blocks of them; each output is what its
+// strategy gives this rank (the whole tensor for (1, 1) or none given).
+// The result equals f's, as float sums reassociate.
 //
 // On each rank, every elementwise region of the graph (with the sum or
 // mean it feeds) runs as one fused static graph over the rank's blocks
@@ -468,8 +469,26 @@ class sharded_graph {
         comm_(comm),
         last_(std::make_shared<shard_statistics>()) {}
 
+  // The whole inputs, the same on every rank: each rank takes its blocks.
   template <class... A>
   auto operator()(const A&... a) const {
+    return run(false, a...);
+  }
+
+  // Each rank's own blocks of the inputs, as the strategies cut them
+  // (whole tensors where a strategy cuts none): no rank holds a whole
+  // input.
+  template <class... A>
+  auto on_blocks(const A&... a) const {
+    return run(true, a...);
+  }
+
+  // What the last call moved between the ranks.
+  const shard_statistics& statistics() const { return *last_; }
+
+ private:
+  template <class... A>
+  auto run(bool given_blocks, const A&... a) const {
     static_assert(!(is_symbolic_v<A> || ...),
                   "tandem::dist::shard: a sharded function is called with tensors, not traced into a static graph");
     constexpr std::size_t tensors = (std::size_t{0} + ... + std::size_t{is_tensor_v<A>});
@@ -480,7 +499,7 @@ class sharded_graph {
     std::vector<detail::layout> layouts(sizeof...(A));
     std::size_t next = 0;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (prepare<I>(a, next, blocks, layouts), ...);
+      (prepare<I>(a, given_blocks, next, blocks, layouts), ...);
     }(std::index_sequence_for<A...>{});
     auto traced = [&]<std::size_t... I>(std::index_sequence<I...>) {
       return f_(tandem::detail::symbol_for<I>(a)...);
@@ -509,22 +528,23 @@ class sharded_graph {
     return result;
   }
 
-  // What the last call moved between the ranks.
-  const shard_statistics& statistics() const { return *last_; }
-
- private:
   template <std::size_t I, class A>
-  void prepare(const A& a, std::size_t& next, std::vector<tandem::detail::any_tensor>& blocks,
+  void prepare(const A& a, bool given_blocks, std::size_t& next, std::vector<tandem::detail::any_tensor>& blocks,
                std::vector<detail::layout>& layouts) const {
     if constexpr (is_tensor_v<A>) {
       using T = typename A::value_type;
-      const tensor<T>& whole = a;
+      const tensor<T>& given = a;
       if constexpr (std::is_floating_point_v<T>)
-        if (is_grad_enabled() && whole.requires_grad())
+        if (is_grad_enabled() && given.requires_grad())
           throw error("tandem::dist::shard: input " + std::to_string(I) +
                       " requires a gradient, and shard has no backward yet; call it under tandem::no_grad");
-      layouts[I] = detail::layout_of(in_[next++], whole.shape(), "input " + std::to_string(I), comm_.size());
-      blocks[I] = layouts[I].is_split() ? detail::block_of(whole, layouts[I].axis, comm_) : whole;
+      const strategy& cut = in_[next++];
+      shape whole = given.shape();
+      if (given_blocks && whole.size() == cut.size())
+        for (std::size_t axis = 0; axis < cut.size(); ++axis)
+          if (cut[axis] > 1) whole[axis] *= cut[axis];
+      layouts[I] = detail::layout_of(cut, whole, "input " + std::to_string(I), comm_.size());
+      blocks[I] = layouts[I].is_split() && !given_blocks ? detail::block_of(given, layouts[I].axis, comm_) : given;
     }
   }
 
