@@ -300,3 +300,39 @@ TEST_CASE("dist::shard: multi-head attention with the heads cut over the ranks n
   CHECK(sharded.statistics().all_gathers == 0);
   CHECK(sharded.statistics().reduce_scatters == 0);
 }
+
+namespace {
+
+struct two_layers : nn::module<two_layers> {
+  nn::linear<double> first, second;
+  explicit two_layers(generator& gen) : first(5, 8 * dist::world_size(), gen), second(8 * dist::world_size(), 5, gen) {
+    register_module("first", first);
+    register_module("second", second);
+  }
+  auto forward(const auto& x) const { return second(tandem::tanh(first(x))); }
+};
+
+}  // namespace
+
+TEST_CASE("dist::shard: a module's parameters cut by name, as Megatron-LM cuts two linear layers") {
+  const int ranks = dist::world_size();
+  generator gen(30);
+  two_layers model(gen);
+  const tensor<double> x = random_tensor({4, 5}, 31);
+  no_grad plain;
+  auto forward = [&model](const auto& x) { return model(x); };
+  const dist::parameter_plan plan(model, {{"first.weight", columns(ranks)},
+                                          {"first.bias", {ranks}},
+                                          {"second.weight", rows(ranks)}});
+  auto sharded = dist::shard(forward, {whole}, {}, plan);
+  const tensor<double> got = sharded(x);
+  check_close(got, model(x));
+  CHECK(test::same_on_every_rank(got));
+  CHECK(sharded.statistics().all_reduces == (ranks > 1 ? 1 : 0));
+  CHECK(sharded.statistics().all_gathers == 0);
+  CHECK_THROWS_WITH_AS(dist::parameter_plan(model, {{"third.weight", rows(ranks)}}),
+                       doctest::Contains("the model has no parameter named 'third.weight'"), error);
+  if (ranks > 1)
+    CHECK_THROWS_WITH_AS(dist::shard(forward, {whole}, {}, dist::parameter_plan(model, {{"second.bias", {ranks}}}))(x),
+                         doctest::Contains("parameter 'second.bias' of shape [5] has strategy"), shape_error);
+}

@@ -30,6 +30,10 @@
 //                            {{ranks, 1}});          // the result: this rank's rows
 //   tensor<float> rows = layer(x, w);
 //
+// A module's parameters, read by f, are cut by name (parameter_plan, as
+// MindSpore's): dist::shard(f, in, out, dist::parameter_plan(model,
+// {{"first.weight", {1, ranks}}})) cuts one linear layer's columns.
+//
 // The inputs are the whole tensors, the same on every rank, or, through
 // on_blocks(), each rank's own blocks of them; each output is what its
 // strategy gives this rank (the whole tensor for (1, 1) or none given).
@@ -41,6 +45,7 @@
 // run their kernels between regions. shard has no backward yet: a call
 // that would record one throws.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -61,6 +66,7 @@
 #include "tandem/graph/region.hpp"
 #include "tandem/graph/run.hpp"
 #include "tandem/graph/static_graph.hpp"
+#include "tandem/nn/module.hpp"
 
 namespace tandem::dist {
 namespace detail {
@@ -141,12 +147,50 @@ tensor<T> make_scalar_tensor(T v) {
   return t;
 }
 
+}  // namespace detail
+
+// How a module's parameters are cut, by name (MindSpore's parameter_plan):
+// a function that reads the parameters (a lambda calling the module) gets
+// each rank's block of each one named here, and the others whole.
+class parameter_plan {
+ public:
+  parameter_plan() = default;
+  parameter_plan(const nn::module_base& model, const std::vector<std::pair<std::string, strategy>>& cuts) {
+    const std::vector<nn::named_tensor> parameters = model.named_parameters();
+    for (const auto& [name, cut] : cuts) {
+      auto found = std::find_if(parameters.begin(), parameters.end(), [&](const auto& p) { return p.name == name; });
+      if (found == parameters.end())
+        throw error("tandem::dist::parameter_plan: the model has no parameter named '" + name + "'");
+      std::visit([&](const auto& t) { entries_.push_back({t.data(), t.shape(), name, cut}); }, found->value);
+    }
+  }
+
+  struct entry {
+    const void* data;
+    shape dims;
+    std::string name;
+    strategy cut;
+  };
+  // The entry for a tensor that is one of the planned parameters, if any.
+  template <class T>
+  const entry* find(const tensor<T>& t) const {
+    for (const entry& e : entries_)
+      if (e.data == static_cast<const void*>(t.data()) && e.dims == t.shape()) return &e;
+    return nullptr;
+  }
+
+ private:
+  std::vector<entry> entries_;
+};
+
+namespace detail {
+
 // Runs one traced graph on this rank's blocks, each value once.
 class shard_evaluator {
  public:
-  shard_evaluator(std::vector<any_tensor> blocks, std::vector<layout> layouts, const communicator& comm,
-                  shard_statistics& stats)
-      : blocks_(std::move(blocks)), layouts_(std::move(layouts)), comm_(comm), stats_(stats) {}
+  shard_evaluator(std::vector<any_tensor> blocks, std::vector<layout> layouts, const parameter_plan& plan,
+                  const communicator& comm, shard_statistics& stats)
+      : blocks_(std::move(blocks)), layouts_(std::move(layouts)), plan_(plan), comm_(comm), stats_(stats) {}
 
   template <class N>
   sharded_value& evaluate(const sym<N>& s) {
@@ -183,6 +227,11 @@ class shard_evaluator {
       return {make_scalar_tensor<T>(node.value), layout::replicated(), "a scalar"};
     } else if constexpr (traits::is_captured) {
       require_no_gradient(node.value, "a captured tensor");
+      if (const parameter_plan::entry* planned = plan_.find(node.value)) {
+        const std::string name = "parameter '" + planned->name + "'";
+        const layout where = layout_of(planned->cut, node.value.shape(), name, comm_.size());
+        return {where.is_split() ? block_of(node.value, where.axis, comm_) : node.value, where, name};
+      }
       return {node.value, layout::replicated(), "a captured tensor"};
     } else if constexpr (traits::is_map) {
       return compute_map(s);
@@ -451,6 +500,7 @@ class shard_evaluator {
 
   std::vector<any_tensor> blocks_;
   std::vector<layout> layouts_;
+  const parameter_plan& plan_;
   const communicator& comm_;
   shard_statistics& stats_;
   std::unordered_map<const void*, sharded_value> memo_;
@@ -462,10 +512,11 @@ class shard_evaluator {
 template <class F>
 class sharded_graph {
  public:
-  sharded_graph(F f, std::vector<strategy> in, std::vector<strategy> out, communicator comm)
+  sharded_graph(F f, std::vector<strategy> in, std::vector<strategy> out, parameter_plan plan, communicator comm)
       : f_(std::move(f)),
         in_(std::move(in)),
         out_(std::move(out)),
+        plan_(std::move(plan)),
         comm_(comm),
         last_(std::make_shared<shard_statistics>()) {}
 
@@ -514,7 +565,7 @@ class sharded_graph {
                   std::to_string(outputs) + " outputs");
     shard_statistics stats;
     no_grad values_only;
-    detail::shard_evaluator evaluator(std::move(blocks), std::move(layouts), comm_, stats);
+    detail::shard_evaluator evaluator(std::move(blocks), std::move(layouts), plan_, comm_, stats);
     auto result = [&] {
       if constexpr (is_symbolic_v<decltype(traced)>) {
         return finish(evaluator, traced, 0);
@@ -560,17 +611,18 @@ class sharded_graph {
 
   F f_;
   std::vector<strategy> in_, out_;
+  parameter_plan plan_;
   communicator comm_;
   std::shared_ptr<shard_statistics> last_;
 };
 
 // f sharded over the ranks of `comm`: each tensor argument cut as its
 // strategy says, each output left as its strategy says (whole on every
-// rank where none is given).
+// rank where none is given), the parameters f reads cut as `plan` says.
 template <class F>
 sharded_graph<F> shard(F f, std::vector<strategy> in_strategies, std::vector<strategy> out_strategies = {},
-                       communicator comm = communicator::world()) {
-  return sharded_graph<F>(std::move(f), std::move(in_strategies), std::move(out_strategies), comm);
+                       parameter_plan plan = {}, communicator comm = communicator::world()) {
+  return sharded_graph<F>(std::move(f), std::move(in_strategies), std::move(out_strategies), std::move(plan), comm);
 }
 
 }  // namespace tandem::dist
