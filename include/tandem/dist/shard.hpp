@@ -157,11 +157,14 @@ class parameter_plan {
   parameter_plan() = default;
   parameter_plan(const nn::module_base& model, const std::vector<std::pair<std::string, strategy>>& cuts) {
     const std::vector<nn::named_tensor> parameters = model.named_parameters();
-    for (const auto& [name, cut] : cuts) {
+    // Not a structured binding: clang 14 cannot capture one in a lambda.
+    for (const auto& named_cut : cuts) {
+      const std::string& name = named_cut.first;
       auto found = std::find_if(parameters.begin(), parameters.end(), [&](const auto& p) { return p.name == name; });
       if (found == parameters.end())
         throw error("tandem::dist::parameter_plan: the model has no parameter named '" + name + "'");
-      std::visit([&](const auto& t) { entries_.push_back({t.data(), t.shape(), name, cut}); }, found->value);
+      std::visit([&](const auto& t) { entries_.push_back({t.data(), t.shape(), name, named_cut.second}); },
+                 found->value);
     }
   }
 
