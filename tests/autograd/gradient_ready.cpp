@@ -67,3 +67,21 @@ TEST_CASE("on_gradient_ready: a handle dropped removes its hook; only leaves tha
   CHECK_THROWS_WITH_AS((void)on_gradient_ready(full<float>({2}, 1.0f), [](const tensor<float>&) {}),
                        doctest::Contains("of shape [2] is not a leaf"), error);
 }
+
+TEST_CASE("on_gradient_ready: a handle outliving its tensor removes nothing and leaves the engine counting nothing") {
+  const std::int64_t before = detail::ready_hook_count().load();
+  hook_handle outliving;
+  {
+    tensor<double> w{1, 2};
+    w.set_requires_grad();
+    outliving = on_gradient_ready(w, [](const tensor<double>&) {});
+    CHECK(detail::ready_hook_count().load() == before + 1);
+  }
+  outliving.reset();
+  CHECK(detail::ready_hook_count().load() == before);
+  // With no hook left, a backward runs as before.
+  tensor<double> v{3, 4};
+  v.set_requires_grad();
+  sum(v * v).backward();
+  CHECK(v.grad().to_vector() == std::vector<double>{6, 8});
+}
