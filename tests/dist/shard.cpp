@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -33,6 +34,13 @@ tensor<double> block_under(const tensor<double>& whole, const dist::strategy& s)
       return whole.take(static_cast<std::int64_t>(a), dist::rank() * length, length);
     }
   return whole;
+}
+
+// A copy of t that requires a gradient.
+tensor<double> leaf(const tensor<double>& t) {
+  tensor<double> copy = t.clone();
+  copy.set_requires_grad(true);
+  return copy;
 }
 
 void check_close(const tensor<double>& got, const tensor<double>& want) {
@@ -218,13 +226,10 @@ TEST_CASE("dist::shard: strategies no rank could run with throw, naming the tens
     CHECK_THROWS_WITH_AS(dist::shard(f, {{1, ranks}})(x), doctest::Contains("does not cut into"), shape_error);
     CHECK_THROWS_WITH_AS(dist::shard(f, {{ranks + 1, 1}})(x), doctest::Contains("one part per rank"), shape_error);
   }
-  tensor<double> w = random_tensor({ranks + 1, 3}, 18);
-  w.set_requires_grad(true);
-  CHECK_THROWS_WITH_AS(dist::shard([](const auto& x, const auto& w) { return matmul(x, w); }, {rows(ranks), whole})(x, w),
-                       doctest::Contains("shard has no backward yet"), error);
-  no_grad plain;
-  check_close(dist::shard([](const auto& x, const auto& w) { return matmul(x, w); }, {rows(ranks), whole})(x, w),
-              matmul(x, w));
+  const tensor<double> y = random_tensor({2 * ranks, 3}, 18);
+  if (ranks > 1)
+    CHECK_THROWS_WITH_AS(dist::shard([](const auto& x) { return max(x, 0) * 2.0; }, {rows(ranks)})(leaf(y)),
+                         doctest::Contains("max over the cut axis has no backward yet"), error);
 }
 
 TEST_CASE("dist::shard: max, min, softmax, transpose and permute keep a cut where they can") {
@@ -335,4 +340,83 @@ TEST_CASE("dist::shard: a module's parameters cut by name, as Megatron-LM cuts t
   if (ranks > 1)
     CHECK_THROWS_WITH_AS(dist::shard(forward, {whole}, {}, dist::parameter_plan(model, {{"second.bias", {ranks}}}))(x),
                          doctest::Contains("parameter 'second.bias' of shape [5] has strategy"), shape_error);
+}
+
+namespace {
+
+// The gradients of sum(f(x...) * weights) with respect to each x, eagerly
+// on the whole tensors.
+template <std::size_t N, class F>
+std::vector<tensor<double>> reference_gradients(F f, const std::array<tensor<double>, N>& inputs,
+                                                const tensor<double>& weights) {
+  std::vector<tensor<double>> leaves;
+  for (const auto& x : inputs) leaves.push_back(leaf(x));
+  tensor<double> out = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return f(leaves[I]...);
+  }(std::make_index_sequence<N>{});
+  sum(out * weights).backward();
+  std::vector<tensor<double>> grads;
+  for (const auto& l : leaves) grads.push_back(l.grad());
+  return grads;
+}
+
+}  // namespace
+
+TEST_CASE("dist::shard: gradients through the cuts equal the whole function's, on every rank alike") {
+  const int ranks = dist::world_size();
+  SUBCASE("Megatron-LM's block: x whole, w1 by columns, w2 by rows, a whole output") {
+    const tensor<double> x = random_tensor({4, 6}, 40), w1 = random_tensor({6, 8 * ranks}, 41),
+                         w2 = random_tensor({8 * ranks, 6}, 42), weights = random_tensor({4, 6}, 43);
+    auto block = [](const auto& x, const auto& w1, const auto& w2) { return matmul(tandem::tanh(matmul(x, w1)), w2) + x; };
+    const auto want = reference_gradients<3>(block, {x, w1, w2}, weights);
+    tensor<double> lx = leaf(x), lw1 = leaf(w1), lw2 = leaf(w2);
+    auto sharded = dist::shard(block, {whole, columns(ranks), rows(ranks)});
+    sum(sharded(lx, lw1, lw2) * weights).backward();
+    check_close(lx.grad(), want[0]);
+    check_close(lw1.grad(), want[1]);
+    check_close(lw2.grad(), want[2]);
+    CHECK(test::same_on_every_rank(lw1.grad()));
+  }
+  SUBCASE("rows cut in and out: each rank's loss on its block, the gradient of their sum") {
+    const tensor<double> x = random_tensor({2 * ranks, 5}, 44), b = random_tensor({5}, 45),
+                         weights = random_tensor({2 * ranks, 5}, 46);
+    auto f = [](const auto& x, const auto& b) { return tandem::tanh(x * 2.0 + b) * x; };
+    const auto want = reference_gradients<2>(f, {x, b}, weights);
+    tensor<double> lx = leaf(x), lb = leaf(b);
+    auto sharded = dist::shard(f, {rows(ranks), whole}, {rows(ranks)});
+    sum(sharded(lx, lb) * block_under(weights, rows(ranks))).backward();
+    check_close(lx.grad(), want[0]);
+    check_close(lb.grad(), want[1]);
+    CHECK(test::same_on_every_rank(lb.grad()));
+  }
+  SUBCASE("a contracted cut reduce-scattered into rows, and a softmax along the cut axis gathered") {
+    const tensor<double> a = random_tensor({2 * ranks, 3 * ranks}, 47), b = random_tensor({3 * ranks, 4}, 48),
+                         weights = random_tensor({2 * ranks, 4}, 49);
+    auto f = [](const auto& a, const auto& b) { return softmax(matmul(a, b), 0) * sum(a, 1, true); };
+    const auto want = reference_gradients<2>(f, {a, b}, weights);
+    tensor<double> la = leaf(a), lb = leaf(b);
+    auto sharded = dist::shard(f, {columns(ranks), rows(ranks)}, {rows(ranks)});
+    sum(sharded(la, lb) * block_under(weights, rows(ranks))).backward();
+    check_close(la.grad(), want[0]);
+    check_close(lb.grad(), want[1]);
+  }
+  SUBCASE("a module's layers cut by a parameter plan") {
+    generator gen(50);
+    two_layers model(gen);
+    const tensor<double> x = random_tensor({4, 5}, 51), weights = random_tensor({4, 5}, 52);
+    sum(model(x) * weights).backward();
+    std::vector<tensor<double>> want;
+    for (const auto& p : model.named_parameters()) want.push_back(std::get<tensor<double>>(p.value).grad().clone());
+    model.zero_grad();
+    const dist::parameter_plan plan(model, {{"first.weight", columns(ranks)},
+                                            {"first.bias", {ranks}},
+                                            {"second.weight", rows(ranks)}});
+    auto forward = [&model](const auto& x) { return model(x); };
+    sum(dist::shard(forward, {whole}, {}, plan)(x) * weights).backward();
+    const auto got = model.named_parameters();
+    for (std::size_t p = 0; p < got.size(); ++p) {
+      CAPTURE(got[p].name);
+      check_close(std::get<tensor<double>>(got[p].value).grad(), want[p]);
+    }
+  }
 }

@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "tandem/autograd/grad_mode.hpp"
+#include "tandem/autograd/record.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/dist/collectives.hpp"
@@ -117,8 +119,87 @@ tensor<T> reduce_scatter_along(const tensor<T>& value, std::int64_t axis, const 
   return block.permute(back);
 }
 
+// The moves as ops that autograd records, so that gradients flow through a
+// sharded graph. Each rank's backward runs their derivatives in the same
+// order as every other rank's, so the collectives in them pair up as the
+// forward's did. A whole value's gradient is, on every rank, the whole
+// true gradient; a cut value's, the true gradient's block; a partial
+// sum's, the true gradient of the sum (whole). Hence, with Megatron-LM's
+// pairs of conjugate operators:
+//
+//   forward                          backward
+//   partial -> whole (all_reduce)    the identity
+//   partial -> cut (reduce_scatter)  all_gather
+//   cut -> whole (all_gather)        this rank's block
+//   a whole value read by work whose all_reduce: the ranks' parts of its
+//     result is cut or partial       gradient summed
+
+struct sum_over_ranks_op {
+  static constexpr const char* name = "dist::shard (all_reduce)";
+  static constexpr bool saves_inputs = false;
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X&) const {
+    return g;
+  }
+};
+
+struct scatter_sum_over_ranks_op {
+  static constexpr const char* name = "dist::shard (reduce_scatter)";
+  static constexpr bool saves_inputs = false;
+  std::int64_t axis;
+  communicator comm;
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X&) const {
+    no_grad plain;
+    return gather_along(g, axis, comm).contiguous();
+  }
+};
+
+struct gather_over_ranks_op {
+  static constexpr const char* name = "dist::shard (all_gather)";
+  static constexpr bool saves_inputs = false;
+  std::int64_t axis;
+  communicator comm;
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X&) const {
+    no_grad plain;
+    return block_of(g, axis, comm).contiguous();
+  }
+};
+
+struct enter_cut_op {
+  static constexpr const char* name = "dist::shard (a whole value read by cut work)";
+  static constexpr bool saves_inputs = false;
+  communicator comm;
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y&, const X&) const {
+    no_grad plain;
+    return all_reduce(g.clone(), reduce_op::sum, comm).wait();
+  }
+};
+
+// `result` (computed from x without recording) recorded as op(x).
+template <class Op, class T>
+tensor<T> recorded_as(const Op& op, tensor<T> result, const tensor<T>& x) {
+  tandem::detail::record(op, result, x);
+  return result;
+}
+
+// x, whose gradient the ranks sum: for a whole value that work whose result
+// is cut or partial reads. The same tensor when nothing records.
+template <class T>
+tensor<T> entering_cut(const tensor<T>& x, const communicator& comm) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!is_grad_enabled() || !x.requires_grad()) return x;
+    return recorded_as(enter_cut_op{comm}, x.detach(), x);
+  } else {
+    return x;
+  }
+}
+
 // Moves a value between layouts, counting what it sends (`after` names the
-// op that made the value); the value given is left as it was.
+// op that made the value); the value given is left as it was. Recorded
+// for autograd where the value requires a gradient.
 template <class T>
 tensor<T> relayout(const tensor<T>& value, const layout& from, const layout& to, const communicator& comm,
                    shard_statistics& stats, const std::string& after) {
@@ -127,19 +208,23 @@ tensor<T> relayout(const tensor<T>& value, const layout& from, const layout& to,
     ++count;
     stats.collectives.push_back(std::string(collective) + " after " + after + " " + to_string(value.shape()));
   };
+  const tensor<T> plain = value.detach();
   if (from.is_partial()) {
     if (to.is_split() && value.shape()[to.axis] % comm.size() == 0) {
       note("reduce_scatter", stats.reduce_scatters);
-      return reduce_scatter_along(value, to.axis, comm);
+      return recorded_as(scatter_sum_over_ranks_op{to.axis, comm},
+                         reduce_scatter_along(plain, to.axis, comm).contiguous(), value);
     }
     note("all_reduce", stats.all_reduces);
     // A copy: the partial value may have other readers.
-    tensor<T> summed = all_reduce(value.clone(), reduce_op::sum, comm).wait();
+    tensor<T> summed = recorded_as(sum_over_ranks_op{}, all_reduce(plain.clone(), reduce_op::sum, comm).wait(), value);
     return relayout(summed, layout::replicated(), to, comm, stats, after);
   }
   if (from.is_split()) {
     note("all_gather", stats.all_gathers);
-    return relayout(gather_along(value, from.axis, comm), layout::replicated(), to, comm, stats, after);
+    tensor<T> whole =
+        recorded_as(gather_over_ranks_op{from.axis, comm}, gather_along(plain, from.axis, comm).contiguous(), value);
+    return relayout(whole, layout::replicated(), to, comm, stats, after);
   }
   if (to.is_split()) {
     if (value.shape()[to.axis] % comm.size() != 0)
@@ -147,7 +232,7 @@ tensor<T> relayout(const tensor<T>& value, const layout& from, const layout& to,
                         " does not cut along axis " + std::to_string(to.axis) + " into " +
                         std::to_string(comm.size()) + " equal parts");
     ++stats.local_slices;
-    return block_of(value, to.axis, comm);
+    return block_of(entering_cut(value, comm), to.axis, comm);
   }
   throw error("tandem::dist::shard: a partial sum is made by the graph, never asked for");
 }

@@ -42,8 +42,10 @@
 // On each rank, every elementwise region of the graph (with the sum or
 // mean it feeds) runs as one fused static graph over the rank's blocks
 // (graph/region.hpp), its plan kept across calls; matmul and the other ops
-// run their kernels between regions. shard has no backward yet: a call
-// that would record one throws.
+// run their kernels between regions. Gradients flow through (the moves
+// between layouts are recorded ops: dist/layout.hpp): a whole output's
+// gradient is that of the ranks' one loss, a cut output's that of the sum
+// of the ranks' losses on their blocks.
 
 #include <algorithm>
 #include <array>
@@ -229,11 +231,11 @@ class shard_evaluator {
     } else if constexpr (traits::is_constant) {
       return {make_scalar_tensor<T>(node.value), layout::replicated(), "a scalar"};
     } else if constexpr (traits::is_captured) {
-      require_no_gradient(node.value, "a captured tensor");
       if (const parameter_plan::entry* planned = plan_.find(node.value)) {
         const std::string name = "parameter '" + planned->name + "'";
         const layout where = layout_of(planned->cut, node.value.shape(), name, comm_.size());
-        return {where.is_split() ? block_of(node.value, where.axis, comm_) : node.value, where, name};
+        return {where.is_split() ? block_of(entering_cut(node.value, comm_), where.axis, comm_) : node.value, where,
+                name};
       }
       return {node.value, layout::replicated(), "a captured tensor"};
     } else if constexpr (traits::is_map) {
@@ -282,7 +284,7 @@ class shard_evaluator {
       const std::int64_t axis = rank_of(leaf) - *cut_from_last;
       if (leaf.where == layout::split(axis)) return std::get<tensor<V>>(leaf.value);
       tensor<V> whole = read<V>(leaf, layout::replicated());
-      if (axis < 0 || whole.shape()[axis] == 1) return whole;
+      if (axis < 0 || whole.shape()[axis] == 1) return entering_cut(whole, comm_);
       return relayout(whole, layout::replicated(), layout::split(axis), comm_, stats_, leaf.made_by);
     };
     [&]<std::size_t... K>(std::index_sequence<K...>) {
@@ -363,6 +365,10 @@ class shard_evaluator {
     if (!x.where.is_split()) return {std::move(local), x.where, node.name};
     const cut_after_reduction cut = reduce_cut(node.fn.ax, node.fn.keepdims, block.dim(), x.where.axis);
     if (!cut.reduced) return {std::move(local), layout::split(cut.axis), node.name};
+    if constexpr (std::is_floating_point_v<T>)
+      if (local.requires_grad())
+        throw error(std::string("tandem::dist::shard: ") + node.name +
+                    " over the cut axis has no backward yet; cut another axis, or call it under tandem::no_grad");
     ++stats_.all_reduces;
     stats_.collectives.push_back(std::string("all_reduce (") + node.name + ") after " + node.name + " " +
                                  to_string(local.shape()));
@@ -418,8 +424,12 @@ class shard_evaluator {
     const layout whole = layout::replicated();
     // A product is linear in each factor: a partial factor times a whole
     // one is a partial product.
-    if ((a.where.is_partial() && b.where == whole) || (b.where.is_partial() && a.where == whole))
-      return {node.fn(std::get<tensor<TA>>(a.value), std::get<tensor<TB>>(b.value)), layout::partial(), node.name};
+    if (a.where.is_partial() && b.where == whole)
+      return {node.fn(std::get<tensor<TA>>(a.value), entering_cut(std::get<tensor<TB>>(b.value), comm_)),
+              layout::partial(), node.name};
+    if (b.where.is_partial() && a.where == whole)
+      return {node.fn(entering_cut(std::get<tensor<TA>>(a.value), comm_), std::get<tensor<TB>>(b.value)),
+              layout::partial(), node.name};
     if (ra < 2 || rb < 2)
       return {node.fn(read<TA>(a, whole), read<TB>(b, whole)), whole, node.name};
     tensor<TA> ta = read<TA>(a, a.where.is_partial() ? whole : a.where);
@@ -427,9 +437,16 @@ class shard_evaluator {
     tensor<TB> tb = read<TB>(b, b.where.is_partial() ? whole : b.where);
     layout lb = b.where.is_partial() ? whole : b.where;
     const std::int64_t ro = std::max(ra, rb);
-    auto cut = [&](auto& t, std::int64_t axis, const std::string& what) {
+    // A whole factor is cut by each rank where the product needs its block,
+    // and else read whole by work whose result is cut or partial.
+    auto cut = [&](auto& t, layout& where, std::int64_t axis, const std::string& what) {
       if (axis < 0 || t.shape()[axis] == 1) return;
       t = relayout(t, whole, layout::split(axis), comm_, stats_, what);
+      where = layout::split(axis);
+    };
+    auto product = [&](const layout& out) -> sharded_value {
+      return {node.fn(la == whole ? entering_cut(ta, comm_) : ta, lb == whole ? entering_cut(tb, comm_) : tb), out,
+              node.name};
     };
     // The pairs of layouts a product keeps without moving a block between
     // ranks; any other pair first gathers b whole.
@@ -437,21 +454,23 @@ class shard_evaluator {
       if (la == whole && lb == whole) return {node.fn(ta, tb), whole, node.name};
       if (la.is_split() && lb == whole) {
         if (la.axis == ra - 1) {
-          cut(tb, rb - 2, b.made_by);
-          return {node.fn(ta, tb), layout::partial(), node.name};
+          cut(tb, lb, rb - 2, b.made_by);
+          return product(layout::partial());
         }
-        if (la.axis == ra - 2) return {node.fn(ta, tb), layout::split(ro - 2), node.name};
-        cut(tb, la.axis + rb - ra, b.made_by);
-        return {node.fn(ta, tb), layout::split(la.axis + ro - ra), node.name};
+        if (la.axis == ra - 2) return product(layout::split(ro - 2));
+        const layout out = layout::split(la.axis + ro - ra);
+        cut(tb, lb, la.axis + rb - ra, b.made_by);
+        return product(out);
       }
       if (la == whole && lb.is_split()) {
-        if (lb.axis == rb - 1) return {node.fn(ta, tb), layout::split(ro - 1), node.name};
+        if (lb.axis == rb - 1) return product(layout::split(ro - 1));
         if (lb.axis == rb - 2) {
-          cut(ta, ra - 1, a.made_by);
-          return {node.fn(ta, tb), layout::partial(), node.name};
+          cut(ta, la, ra - 1, a.made_by);
+          return product(layout::partial());
         }
-        cut(ta, lb.axis + ra - rb, a.made_by);
-        return {node.fn(ta, tb), layout::split(lb.axis + ro - rb), node.name};
+        const layout out = layout::split(lb.axis + ro - rb);
+        cut(ta, la, lb.axis + ra - rb, a.made_by);
+        return product(out);
       }
       if (la.is_split() && lb.is_split()) {
         if (la.axis == ra - 1 && lb.axis == rb - 2) return {node.fn(ta, tb), layout::partial(), node.name};
@@ -491,14 +510,6 @@ class shard_evaluator {
       return node.fn(read<value_of_t<C>>(*children[K], layout::replicated())...);
     }(std::index_sequence_for<C...>{});
     return {std::move(out), layout::replicated(), node.name};
-  }
-
-  template <class T>
-  static void require_no_gradient(const tensor<T>& t, const char* what) {
-    if constexpr (std::is_floating_point_v<T>)
-      if (tandem::is_grad_enabled() && t.requires_grad())
-        throw error(std::string("tandem::dist::shard: ") + what +
-                    " requires a gradient, and shard has no backward yet; call it under tandem::no_grad");
   }
 
   std::vector<any_tensor> blocks_;
@@ -567,7 +578,6 @@ class sharded_graph {
       throw error("tandem::dist::shard: " + std::to_string(out_.size()) + " output strategies for " +
                   std::to_string(outputs) + " outputs");
     shard_statistics stats;
-    no_grad values_only;
     detail::shard_evaluator evaluator(std::move(blocks), std::move(layouts), plan_, comm_, stats);
     auto result = [&] {
       if constexpr (is_symbolic_v<decltype(traced)>) {
@@ -588,17 +598,15 @@ class sharded_graph {
     if constexpr (is_tensor_v<A>) {
       using T = typename A::value_type;
       const tensor<T>& given = a;
-      if constexpr (std::is_floating_point_v<T>)
-        if (is_grad_enabled() && given.requires_grad())
-          throw error("tandem::dist::shard: input " + std::to_string(I) +
-                      " requires a gradient, and shard has no backward yet; call it under tandem::no_grad");
       const strategy& cut = in_[next++];
       shape whole = given.shape();
       if (given_blocks && whole.size() == cut.size())
         for (std::size_t axis = 0; axis < cut.size(); ++axis)
           if (cut[axis] > 1) whole[axis] *= cut[axis];
       layouts[I] = detail::layout_of(cut, whole, "input " + std::to_string(I), comm_.size());
-      blocks[I] = layouts[I].is_split() && !given_blocks ? detail::block_of(given, layouts[I].axis, comm_) : given;
+      blocks[I] = layouts[I].is_split() && !given_blocks
+                      ? detail::block_of(detail::entering_cut(given, comm_), layouts[I].axis, comm_)
+                      : given;
     }
   }
 
