@@ -143,27 +143,19 @@ struct sum_over_ranks_op {
   }
 };
 
-struct scatter_sum_over_ranks_op {
-  static constexpr const char* name = "dist::shard (reduce_scatter)";
+// reduce_scatter (a partial sum to blocks) and all_gather (blocks to the
+// whole) along an axis: each one's derivative is the other's move.
+template <bool Gathers>
+struct along_ranks_op {
+  static constexpr const char* name = Gathers ? "dist::shard (all_gather)" : "dist::shard (reduce_scatter)";
   static constexpr bool saves_inputs = false;
   std::int64_t axis;
   communicator comm;
   template <std::size_t I, class G, class Y, class X>
   auto derivative(const G& g, const Y&, const X&) const {
     no_grad plain;
-    return gather_along(g, axis, comm).contiguous();
-  }
-};
-
-struct gather_over_ranks_op {
-  static constexpr const char* name = "dist::shard (all_gather)";
-  static constexpr bool saves_inputs = false;
-  std::int64_t axis;
-  communicator comm;
-  template <std::size_t I, class G, class Y, class X>
-  auto derivative(const G& g, const Y&, const X&) const {
-    no_grad plain;
-    return block_of(g, axis, comm).contiguous();
+    if constexpr (Gathers) return block_of(g, axis, comm).contiguous();
+    else return gather_along(g, axis, comm).contiguous();
   }
 };
 
@@ -212,7 +204,7 @@ tensor<T> relayout(const tensor<T>& value, const layout& from, const layout& to,
   if (from.is_partial()) {
     if (to.is_split() && value.shape()[to.axis] % comm.size() == 0) {
       note("reduce_scatter", stats.reduce_scatters);
-      return recorded_as(scatter_sum_over_ranks_op{to.axis, comm},
+      return recorded_as(along_ranks_op<false>{to.axis, comm},
                          reduce_scatter_along(plain, to.axis, comm).contiguous(), value);
     }
     note("all_reduce", stats.all_reduces);
@@ -223,7 +215,7 @@ tensor<T> relayout(const tensor<T>& value, const layout& from, const layout& to,
   if (from.is_split()) {
     note("all_gather", stats.all_gathers);
     tensor<T> whole =
-        recorded_as(gather_over_ranks_op{from.axis, comm}, gather_along(plain, from.axis, comm).contiguous(), value);
+        recorded_as(along_ranks_op<true>{from.axis, comm}, gather_along(plain, from.axis, comm).contiguous(), value);
     return relayout(whole, layout::replicated(), to, comm, stats, after);
   }
   if (to.is_split()) {
