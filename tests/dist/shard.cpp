@@ -226,10 +226,6 @@ TEST_CASE("dist::shard: strategies no rank could run with throw, naming the tens
     CHECK_THROWS_WITH_AS(dist::shard(f, {{1, ranks}})(x), doctest::Contains("does not cut into"), shape_error);
     CHECK_THROWS_WITH_AS(dist::shard(f, {{ranks + 1, 1}})(x), doctest::Contains("one part per rank"), shape_error);
   }
-  const tensor<double> y = random_tensor({2 * ranks, 3}, 18);
-  if (ranks > 1)
-    CHECK_THROWS_WITH_AS(dist::shard([](const auto& x) { return max(x, 0) * 2.0; }, {rows(ranks)})(leaf(y)),
-                         doctest::Contains("max over the cut axis has no backward yet"), error);
 }
 
 TEST_CASE("dist::shard: max, min, softmax, transpose and permute keep a cut where they can") {
@@ -399,6 +395,14 @@ TEST_CASE("dist::shard: gradients through the cuts equal the whole function's, o
     sum(sharded(la, lb) * block_under(weights, rows(ranks))).backward();
     check_close(la.grad(), want[0]);
     check_close(lb.grad(), want[1]);
+  }
+  SUBCASE("max and min over the cut axis: the gradient to the rank holding the extreme") {
+    const tensor<double> x = random_tensor({2 * ranks, 3}, 53), weights = random_tensor({3}, 54);
+    auto f = [](const auto& x) { return max(x, 0) - min(x * x, 0) * 0.5; };
+    const auto want = reference_gradients<1>(f, {x}, weights);
+    tensor<double> lx = leaf(x);
+    sum(dist::shard(f, {rows(ranks)})(lx) * weights).backward();
+    check_close(lx.grad(), want[0]);
   }
   SUBCASE("a module's layers cut by a parameter plan") {
     generator gen(50);

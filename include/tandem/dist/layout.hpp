@@ -159,6 +159,22 @@ struct along_ranks_op {
   }
 };
 
+// max or min over the ranks of each rank's extreme: the gradient goes to
+// the ranks that hold the extreme, shared among them where several do.
+struct extreme_over_ranks_op {
+  static constexpr const char* name = "dist::shard (all_reduce max/min)";
+  static constexpr bool saves_output = true;
+  communicator comm;
+  template <std::size_t I, class G, class Y, class X>
+  auto derivative(const G& g, const Y& y, const X& x) const {
+    no_grad plain;
+    using T = typename X::value_type;
+    const tensor<T> holds = (x == y).template astype<T>();
+    const tensor<T> holders = all_reduce(holds.clone(), reduce_op::sum, comm).wait();
+    return g * holds / holders;
+  }
+};
+
 struct enter_cut_op {
   static constexpr const char* name = "dist::shard (a whole value read by cut work)";
   static constexpr bool saves_inputs = false;

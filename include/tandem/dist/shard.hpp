@@ -365,15 +365,13 @@ class shard_evaluator {
     if (!x.where.is_split()) return {std::move(local), x.where, node.name};
     const cut_after_reduction cut = reduce_cut(node.fn.ax, node.fn.keepdims, block.dim(), x.where.axis);
     if (!cut.reduced) return {std::move(local), layout::split(cut.axis), node.name};
-    if constexpr (std::is_floating_point_v<T>)
-      if (local.requires_grad())
-        throw error(std::string("tandem::dist::shard: ") + node.name +
-                    " over the cut axis has no backward yet; cut another axis, or call it under tandem::no_grad");
     ++stats_.all_reduces;
     stats_.collectives.push_back(std::string("all_reduce (") + node.name + ") after " + node.name + " " +
                                  to_string(local.shape()));
     const reduce_op op = std::is_same_v<Fn, tandem::detail::extreme_reduction<true>> ? reduce_op::max : reduce_op::min;
-    return {all_reduce(local, op, comm_).wait(), layout::replicated(), node.name};
+    tensor<T> extreme = all_reduce(local.detach().clone(), op, comm_).wait();
+    if constexpr (std::is_floating_point_v<T>) extreme = recorded_as(extreme_over_ranks_op{comm_}, extreme, local);
+    return {std::move(extreme), layout::replicated(), node.name};
   }
 
   // softmax and log_softmax: along a kept axis, on the block; along the
