@@ -12,7 +12,8 @@
 //                                    by 512 x 2048 by 2048 x 512: jit on
 //                                    one process beside dist::shard cut by
 //                                    rows (no message) and as Megatron-LM
-//                                    cuts it (one all-reduce)
+//                                    cuts it (one all-reduce); then forward
+//                                    and backward
 //
 //   mpirun -np 2 ./build/release/bench/bench_distributed all_reduce
 //
@@ -126,6 +127,21 @@ void sharded_block(int calls) {
   const double one = timed(calls, [&] { compiled(x, w1, w2); });
   const double rows = timed(calls, [&] { by_rows(x, w1, w2); });
   const double cut = timed(calls, [&] { megatron(x, w1, w2); });
+  // Forward and backward, every input taking a gradient. Sharded, each
+  // rank holds its blocks of the weights (as Megatron-LM's ranks do), so
+  // their gradients are blocks too and only x's is all-reduced.
+  auto with_gradients = [&](const auto& run, tensor<float> a, tensor<float> b, tensor<float> c) {
+    for (tensor<float>* t : {&a, &b, &c}) t->set_requires_grad(true);
+    return timed(calls, [&] {
+      for (tensor<float>* t : {&a, &b, &c}) t->zero_grad();
+      sum(run(a, b, c)).backward();
+    });
+  };
+  const std::int64_t part = hidden / ranks;
+  const double one_backward = with_gradients(compiled, x.clone(), w1.clone(), w2.clone());
+  const double cut_backward = with_gradients(
+      [&](const auto& a, const auto& b, const auto& c) { return megatron.on_blocks(a, b, c); }, x.clone(),
+      w1.take(1, me * part, part).contiguous(), w2.take(0, me * part, part).contiguous());
   if (me == 0) {
     std::printf("MLP block %lldx%lld by %lldx%lld by %lldx%lld, %d rank(s)\n", static_cast<long long>(tokens),
                 static_cast<long long>(width), static_cast<long long>(width), static_cast<long long>(hidden),
@@ -134,6 +150,8 @@ void sharded_block(int calls) {
     std::printf("  shard by rows:                 %8.3f ms (%.2fx)\n", rows * 1e3, one / rows);
     std::printf("  shard as Megatron-LM (%lld msg): %8.3f ms (%.2fx)\n",
                 static_cast<long long>(megatron.statistics().collectives.size()), cut * 1e3, one / cut);
+    std::printf("  forward and backward: jit %8.3f ms, shard as Megatron-LM %8.3f ms (%.2fx)\n", one_backward * 1e3,
+                cut_backward * 1e3, one_backward / cut_backward);
   }
 }
 
