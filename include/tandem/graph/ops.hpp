@@ -134,16 +134,12 @@ struct flatten_from {
   auto operator()(const tensor<T>& t) const {
     return flatten(t, start);
   }
+  // As flatten reshapes: the axes before `start`, then -1.
   shape result_shape(const shape& in) const {
-    const std::int64_t rank = static_cast<std::int64_t>(in.size());
-    const std::int64_t first = start < 0 ? start + rank : start;
-    shape out;
-    std::int64_t rest = 1;
-    for (std::int64_t a = 0; a < rank; ++a)
-      if (a < first) out.push_back(in[a]);
-      else rest *= in[a];
-    out.push_back(rest);
-    return out;
+    const std::int64_t first = normalize_axis(start, in, "flatten");
+    shape merged(in.begin(), in.begin() + first);
+    merged.push_back(-1);
+    return shape_change{merged}.result_shape(in);
   }
 };
 template <bool Insert>
@@ -156,11 +152,10 @@ struct unit_axis {
   }
   shape result_shape(const shape& in) const {
     shape out = in;
-    const std::int64_t rank = static_cast<std::int64_t>(in.size());
     if constexpr (Insert) {
-      out.insert(axis < 0 ? axis + rank + 1 : axis, 1);
+      out.insert(normalize_axis(axis, in, "unsqueeze", 1), 1);
     } else {
-      const std::int64_t a = axis < 0 ? axis + rank : axis;
+      const std::int64_t a = normalize_axis(axis, in, "squeeze");
       if (in[a] == 1) out.erase(a);
     }
     return out;
