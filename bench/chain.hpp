@@ -1,7 +1,8 @@
 #pragma once
-// What the elementwise benchmarks share: seeded inputs, and two 8-op chains,
-// written once and run on floats or SIMD batches (hand loops), tensors
-// (eager), symbolic values (static graphs) and Eigen expressions.
+// What the elementwise benchmarks share: seeded inputs, two 8-op chains and
+// a 10-node graph, written once and run on floats or SIMD batches (hand
+// loops), tensors (eager, captured), symbolic values (static graphs) and
+// Eigen expressions.
 
 #include <tandem/tandem.hpp>
 
@@ -29,6 +30,13 @@ auto tanh_chain(const X& x, Tanh tanh_of) {
   auto g = e * x;
   auto h = g - 0.25f;
   return h * h;
+}
+
+// Ten nodes: two inputs, eight elementwise ops; the cost of a call on tiny
+// tensors.
+template <class X, class Y>
+auto ten_nodes(const X& x, const Y& y) {
+  return exp(x * y + 1.0f) * (x - y) / (y * y + 2.0f);
 }
 
 }  // namespace bench

@@ -232,21 +232,15 @@ void gradient_eager(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * large * 16);
 }
 
-// Ten nodes: two inputs, eight elementwise ops.
-template <class X, class Y>
-auto ten_nodes(const X& x, const Y& y) {
-  return exp(x * y + 1.0f) * (x - y) / (y * y + 2.0f);
-}
-
 void call_static(benchmark::State& state) {
   tensor<float> x = input(16, 1), y = input(16, 2);
-  auto f = jit([](auto a, auto b) { return ten_nodes(a, b); });
+  auto f = jit([](auto a, auto b) { return bench::ten_nodes(a, b); });
   for (auto _ : state) benchmark::DoNotOptimize(f(x, y).data());
 }
 
 void call_static_into(benchmark::State& state) {
   tensor<float> x = input(16, 1), y = input(16, 2), out = zeros({16});
-  auto f = jit([](auto a, auto b) { return ten_nodes(a, b); });
+  auto f = jit([](auto a, auto b) { return bench::ten_nodes(a, b); });
   for (auto _ : state) {
     f.into(out, x, y);
     benchmark::ClobberMemory();
@@ -255,7 +249,7 @@ void call_static_into(benchmark::State& state) {
 
 void call_eager(benchmark::State& state) {
   tensor<float> x = input(16, 1), y = input(16, 2);
-  for (auto _ : state) benchmark::DoNotOptimize(ten_nodes(x, y).data());
+  for (auto _ : state) benchmark::DoNotOptimize(bench::ten_nodes(x, y).data());
 }
 
 void layer_args(benchmark::internal::Benchmark* b) {

@@ -11,6 +11,8 @@
 //   ./tandem.sh demo --epochs 20           # both models
 //   ./tandem.sh demo --model cnn           # one model (mlp or cnn)
 //   ./tandem.sh demo --mode graph          # one mode (eager or graph)
+//   ./tandem.sh demo --mode capture        # the eager step under capture(): the
+//                                          # same code, elementwise ops fused at run time
 //   ./tandem.sh demo --data /path/to/dir   # the four IDX files, raw or .gz
 //   ./tandem.sh demo --quick               # what ctest runs: 1 epoch on 3000 images
 //   mpirun -np 2 ./build/release/examples/demo --distributed
@@ -79,10 +81,22 @@ struct job {
 
 constexpr std::int64_t batch_size = 128;
 
+// eager: op by op; graph: one static graph call per step (mode::graph);
+// capture: the eager step under capture(), its elementwise ops fused at run time.
+enum class run_mode { eager, graph, capture };
+
+std::string mode_name(run_mode m) { return m == run_mode::eager ? "eager" : m == run_mode::graph ? "graph" : "capture"; }
+
+std::optional<run_mode> parse_mode(const std::string& name) {
+  for (run_mode m : {run_mode::eager, run_mode::graph, run_mode::capture})
+    if (mode_name(m) == name) return m;
+  return std::nullopt;
+}
+
 template <class Model>
-run_result train(const std::string& name, mode m, const dataset& train_set, const dataset& test_set, int epochs,
+run_result train(const std::string& name, run_mode m, const dataset& train_set, const dataset& test_set, int epochs,
                  const job& place) {
-  set_mode(m);
+  set_mode(m == run_mode::graph ? mode::graph : mode::eager);
   // The same seed on every rank: the same initial model and epoch order.
   generator gen(7);
   Model model(gen);
@@ -100,7 +114,10 @@ run_result train(const std::string& name, mode m, const dataset& train_set, cons
 #endif
   nn::train_step step([&model](const auto& images, const auto& labels) { return cross_entropy(model(images), labels); },
                       optimizer, over_ranks);
-  run_result result{name, m == mode::graph ? "graph" : "eager", {}, 0, 0};
+  // The eager step unchanged, its elementwise ops fused at run time.
+  auto captured_step = capture(
+      [&step](const tensor<float>& images, const tensor<std::int64_t>& labels) { return step(images, labels); });
+  run_result result{name, mode_name(m), {}, 0, 0};
   std::int64_t steps = 0;
   double seconds = 0;
   const std::int64_t examples = train_set.images.shape(0);
@@ -113,7 +130,9 @@ run_result train(const std::string& name, mode m, const dataset& train_set, cons
                              ? data::batches(examples, batch_size, &gen)
                              : data::distributed_batches(examples, batch_size / place.ranks, &gen, place.rank, place.ranks);
     for (const auto& index : epoch_batches) {
-      total += step(index_select(train_set.images, 0, index), index_select(train_set.labels, 0, index)).item();
+      tensor<float> images = index_select(train_set.images, 0, index);
+      tensor<std::int64_t> labels = index_select(train_set.labels, 0, index);
+      total += (m == run_mode::capture ? captured_step(images, labels) : step(images, labels)).item();
       ++batches;
     }
     schedule.step();
@@ -140,7 +159,7 @@ run_result train(const std::string& name, mode m, const dataset& train_set, cons
 int main(int argc, char** argv) {
   int mlp_epochs = 8, cnn_epochs = 4;
   std::string which = "both";
-  std::vector<mode> modes{mode::eager, mode::graph};
+  std::vector<run_mode> modes{run_mode::eager, run_mode::graph};
   std::int64_t limit = 60000;
   std::string dir = "/usr/share/datasets/fashion-mnist";
   bool distributed = false;
@@ -152,10 +171,10 @@ int main(int argc, char** argv) {
     else if (arg == "--data" && i + 1 < argc) dir = argv[++i];
     else if (arg == "--model" && i + 1 < argc && (std::string(argv[i + 1]) == "mlp" || std::string(argv[i + 1]) == "cnn"))
       which = argv[++i];
-    else if (arg == "--mode" && i + 1 < argc && (std::string(argv[i + 1]) == "eager" || std::string(argv[i + 1]) == "graph"))
-      modes = {std::string(argv[++i]) == "eager" ? mode::eager : mode::graph};
+    else if (arg == "--mode" && i + 1 < argc && parse_mode(argv[i + 1]))
+      modes = {*parse_mode(argv[++i])};
     else {
-      std::cerr << "usage: demo [--quick] [--epochs N] [--model mlp|cnn] [--mode eager|graph] [--data DIR] "
+      std::cerr << "usage: demo [--quick] [--epochs N] [--model mlp|cnn] [--mode eager|graph|capture] [--data DIR] "
                    "[--distributed]\n";
       return 2;
     }
@@ -201,9 +220,9 @@ int main(int argc, char** argv) {
   }
 
   std::vector<run_result> runs;
-  for (mode m : modes)
+  for (run_mode m : modes)
     if (which != "cnn") runs.push_back(train<mlp>("mlp", m, train_set, test_set, mlp_epochs, place));
-  for (mode m : modes)
+  for (run_mode m : modes)
     if (which != "mlp") runs.push_back(train<cnn>("cnn", m, train_set, test_set, cnn_epochs, place));
   if (place.rank != 0) return 0;
 

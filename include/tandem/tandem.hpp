@@ -6,6 +6,7 @@
 #include "tandem/autograd/gradient_ready.hpp"
 #include "tandem/autograd/grad_mode.hpp"
 #include "tandem/autograd/parameter.hpp"
+#include "tandem/capture/capture.hpp"
 #include "tandem/core/allocator.hpp"
 #include "tandem/core/creation.hpp"
 #include "tandem/core/dtype.hpp"

@@ -1,8 +1,11 @@
 #pragma once
 // The buffer behind one or more tensors. Views share it through a
 // shared_ptr; it knows how to give its memory back (the caching allocator, a
-// user's deleter, or nothing for a borrowed pointer).
+// user's deleter, or nothing for a borrowed pointer). A captured call's
+// results are pending storages until their region runs (core/deferred.hpp):
+// reading one runs it.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -10,6 +13,7 @@
 #include <utility>
 
 #include "tandem/core/allocator.hpp"
+#include "tandem/core/deferred.hpp"
 
 namespace tandem::detail {
 
@@ -22,6 +26,8 @@ class storage {
   // Memory adopted with the deleter that frees it.
   storage(void* adopted, std::size_t bytes, std::function<void(void*)> deleter)
       : data_(adopted), bytes_(bytes), deleter_(std::move(deleter)) {}
+  // Memory `producer` will compute (and allocate from the caching allocator).
+  storage(std::size_t bytes, deferred_work* producer) : data_(nullptr), bytes_(bytes), owned_(true), producer_(producer) {}
 
   storage(const storage&) = delete;
   storage& operator=(const storage&) = delete;
@@ -32,8 +38,23 @@ class storage {
       deleter_(data_);
   }
 
-  void* data() const { return data_; }
+  void* data() const {
+    if (deferred_work* producer = producer_.load(std::memory_order_acquire)) [[unlikely]]
+      producer->run_pending("a pending value was read (item(), data(), printing, or an op capture does not defer)");
+    return data_;
+  }
   std::size_t bytes() const { return bytes_; }
+
+  // What computes this storage's contents, while they are pending.
+  deferred_work* producer() const { return producer_.load(std::memory_order_acquire); }
+  // The producer's: the contents are computed, in `memory` (null for a
+  // value nobody can read).
+  void settle(void* memory) {
+    data_ = memory;
+    producer_.store(nullptr, std::memory_order_release);
+  }
+  // The producer's: another producer answers reads from now on.
+  void hand_to(deferred_work* producer) { producer_.store(producer, std::memory_order_release); }
 
   // Bumped by every in-place write, so that autograd can detect a saved value
   // modified after it was saved.
@@ -46,6 +67,7 @@ class storage {
   bool owned_ = false;
   std::function<void(void*)> deleter_;
   std::uint64_t version_ = 0;
+  std::atomic<deferred_work*> producer_{nullptr};
 };
 
 inline std::shared_ptr<storage> allocate_storage(std::size_t bytes) { return make_cached<storage>(bytes); }

@@ -113,7 +113,11 @@ class tensor {
   const std::shared_ptr<detail::storage>& storage() const { return storage_; }
 
   // --- elements ---
-  T* data() { return static_cast<T*>(storage_->data()) + offset_; }
+  // Writing access: pending captured work that reads this tensor runs first.
+  T* data() {
+    detail::before_write(*storage_);
+    return static_cast<T*>(storage_->data()) + offset_;
+  }
   const T* data() const { return static_cast<const T*>(storage_->data()) + offset_; }
 
   T item() const {

@@ -5,12 +5,16 @@
 // stand for any operand; they broadcast like 0-d tensors and take the kind
 // of the tensors beside them (tensor<float> * 2.0 stays float).
 
+#include <array>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <type_traits>
 
 #include "tandem/autograd/derivative.hpp"
+#include "tandem/capture/session.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/graph/fwd.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
@@ -176,13 +180,71 @@ decltype(auto) as_map_operand(const X& x) {
   else return static_cast<operand_element<Base, X>>(x);
 }
 
+// The element type a row function reads an operand as: a tensor's own, a
+// scalar's (already converted by as_map_operand).
+template <class X>
+using row_element = typename std::conditional_t<is_tensor_v<X>, tensor_element<X>, std::type_identity<X>>::type;
+
+// The op object as a region keeps it until it runs: an empty op is not copied.
+template <class Op>
+std::shared_ptr<const void> kept_op(const Op& op) {
+  if constexpr (std::is_empty_v<Op> && std::is_default_constructible_v<Op>) {
+    static const Op instance{};
+    return std::shared_ptr<const void>(std::shared_ptr<const void>(), &instance);
+  } else {
+    return make_cached<Op>(op);
+  }
+}
+
+template <class X>
+deferred_operand deferred_operand_of(const X& x, const shape& out_shape) {
+  deferred_operand o;
+  if constexpr (is_tensor_v<X>) {
+    using T = typename X::value_type;
+    o.memory = x.storage();
+    o.offset = x.offset();
+    o.numel = x.numel();
+    o.element_size = sizeof(T);
+    o.contiguous = x.is_contiguous();
+    if (!(o.contiguous && o.numel == numel(out_shape)) && o.numel != 1) o.strides = broadcast_strides(x, out_shape);
+    o.copy = row_function_for<T, T, identity_op, T*, T>();
+  } else {
+    static_assert(sizeof(X) <= sizeof(o.scalar_bits));
+    std::memcpy(&o.scalar_bits, &x, sizeof(X));
+  }
+  return o;
+}
+
+// Hands `op` to the capture running on this thread (capture/session.hpp),
+// which gives its result back pending; false when the op must run now.
+template <class R, class C, class Op, class... X>
+bool defer_map(deferred_work& work, const Op& op, const shape& out_shape, tensor<R>& out, const X&... x) {
+  std::array<deferred_operand, sizeof...(X)> operands{deferred_operand_of(x, out_shape)...};
+  const deferred_op deferred{Op::name, row_function_for<R, C, Op, R*, row_element<X>...>(),
+                             kept_op(op), sizeof(R)};
+  // The only deferred work there is: a capture session.
+  std::shared_ptr<storage> pending = static_cast<capture_session&>(work).defer(deferred, operands, out_shape);
+  if (!pending) return false;
+  out = tensor<R>(std::move(pending), out_shape, contiguous_strides(out_shape), 0);
+  return true;
+}
+
 // Runs `op` now: broadcasts, allocates the result, runs the elementwise
 // kernel and records the op. Scalars come converted (as_map_operand).
+// Under a capture, the op is deferred instead, and recorded.
 template <class Op, class... X>
 map_result_t<Op, X...> eager_map(const Op& op, const X&... x) {
   using base = typename tensors_promoted<X...>::type;
   using C = typename Op::template compute<operand_element<base, X>...>;
   using R = typename Op::template result<operand_element<base, X>...>;
+  if (deferred_work* work = active_deferred_work()) [[unlikely]] {
+    const shape* common = common_contiguous_shape(x...);
+    tensor<R> out;
+    if (defer_map<R, C>(*work, op, common ? *common : broadcast_all<Op>(x...), out, x...)) {
+      record(op, out, x...);
+      return out;
+    }
+  }
   if (const shape* common = common_contiguous_shape(x...)) {
     tensor<R> out(*common);
     elementwise_flat<R, C>(op, out.numel(), out.data(), make_flat_operand(x)...);

@@ -1,0 +1,149 @@
+#pragma once
+// A captured region's plan and descriptions (declared in
+// capture/region.hpp): inline in header-only builds, compiled once into
+// tandem::compiled.
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tandem/capture/region.hpp"
+
+namespace tandem::detail {
+
+TANDEM_LIBRARY_FUNCTION std::size_t hash_of(const region_key& key) {
+  std::size_t h = std::hash<std::int64_t>{}(key.numel);
+  auto mix = [&](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+  for (const op_signature& op : key.ops) {
+    mix(reinterpret_cast<std::size_t>(op.row));
+    for (std::size_t k = 0; k < op.operand_count; ++k)
+      mix(static_cast<std::size_t>(op.operands[k].kind) << 32 | op.operands[k].index);
+  }
+  for (const external_signature& e : key.externals) {
+    mix(e.element_size | std::size_t{e.gathered} << 8);
+    for (std::int64_t s : e.sizes) mix(static_cast<std::size_t>(s));
+    for (std::int64_t s : e.in_strides) mix(static_cast<std::size_t>(s));
+  }
+  for (std::size_t i = 0; i < key.kept.size(); ++i)
+    if (key.kept[i]) mix(i);
+  return h;
+}
+
+TANDEM_LIBRARY_FUNCTION region_plan plan_region(const region_key& key) {
+  const std::size_t count = key.ops.size();
+  region_plan plan;
+  plan.value_slot.assign(count, region_plan::in_memory);
+  plan.external_slot.assign(key.externals.size(), region_plan::in_memory);
+  plan.runs.assign(count, false);
+
+  // Which ops run, from the last: a kept result, or one an op that runs reads.
+  std::vector<std::size_t> last_read(count, 0);
+  for (std::size_t i = count; i-- > 0;) {
+    if (key.kept[i]) plan.runs[i] = true;
+    if (!plan.runs[i]) continue;
+    const op_signature& op = key.ops[i];
+    for (std::size_t k = 0; k < op.operand_count; ++k)
+      if (op.operands[k].kind == operand_kind::value) {
+        std::uint32_t v = op.operands[k].index;
+        plan.runs[v] = true;
+        last_read[v] = std::max(last_read[v], i);
+      }
+  }
+
+  // Gathered tensors hold their buffer for the whole tile; values from the
+  // op that makes them to the last op that reads them.
+  std::vector<std::int32_t> free_slots;
+  std::int32_t next = 0;
+  auto take = [&] {
+    if (free_slots.empty()) return next++;
+    std::int32_t slot = free_slots.back();
+    free_slots.pop_back();
+    return slot;
+  };
+  std::size_t widest = 1;
+  for (std::size_t e = 0; e < key.externals.size(); ++e)
+    if (key.externals[e].gathered) {
+      plan.external_slot[e] = take();
+      widest = std::max<std::size_t>(widest, key.externals[e].element_size);
+    }
+  std::vector<std::vector<std::int32_t>> released_after(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!plan.runs[i]) continue;
+    if (!key.kept[i]) {
+      plan.value_slot[i] = take();
+      widest = std::max<std::size_t>(widest, key.ops[i].result_size);
+      released_after[last_read[i]].push_back(plan.value_slot[i]);
+    }
+    // A buffer is free again once the op that last reads it has run, not
+    // while it runs: an op never writes a buffer it reads.
+    for (std::int32_t slot : released_after[i]) free_slots.push_back(slot);
+  }
+  plan.slots = static_cast<std::size_t>(next);
+  // Buffers a whole number of pages apart would alias in the store buffer's
+  // 4 KB address check (every load of one waits on stores to another): an
+  // odd number of cache lines between them spreads them over the page.
+  plan.slot_bytes = (static_cast<std::size_t>(capture_tile) * widest + 63) / 64 * 64 + 5 * 64;
+  return plan;
+}
+
+TANDEM_LIBRARY_FUNCTION std::string describe(const region_key& key) {
+  std::string text = std::to_string(key.numel) + " elements:";
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < key.ops.size(); ++i) {
+    text += (i ? ", " : " ") + std::string(key.ops[i].name);
+    kept += key.kept[i] ? 1 : 0;
+  }
+  return text + "; keeps " + std::to_string(kept) + " of " + std::to_string(key.ops.size()) + " results";
+}
+
+namespace capture_text {
+inline std::string operand(const region_operand& o, const region_key& key) {
+  switch (o.kind) {
+    case operand_kind::value:
+      return "the result of op " + std::to_string(o.index) + " (" + key.ops[o.index].name + ")";
+    case operand_kind::flat:
+      return key.externals[o.index].flat_stride == 0 ? "a one-element tensor" : "a contiguous tensor";
+    case operand_kind::gathered:
+      return "a broadcast or strided tensor";
+    case operand_kind::scalar:
+      return "a scalar";
+  }
+  return "";
+}
+}  // namespace capture_text
+
+TANDEM_LIBRARY_FUNCTION std::string difference(const region_key& now, const region_key& before) {
+  if (now.numel != before.numel)
+    return "the region runs over " + std::to_string(now.numel) + " elements, not " + std::to_string(before.numel);
+  for (std::size_t i = 0; i < std::min(now.ops.size(), before.ops.size()); ++i) {
+    const op_signature& a = now.ops[i];
+    const op_signature& b = before.ops[i];
+    if (a.row != b.row) {
+      if (std::string(a.name) != b.name)
+        return "op " + std::to_string(i) + " is " + a.name + ", not " + b.name;
+      return "op " + std::to_string(i) + " (" + a.name + ") takes other element types";
+    }
+    for (std::size_t k = 0; k < a.operand_count; ++k) {
+      const region_operand& x = a.operands[k];
+      const region_operand& y = b.operands[k];
+      bool same = x.kind == y.kind && (x.kind == operand_kind::value ? x.index == y.index
+                                       : x.kind == operand_kind::scalar
+                                           ? true
+                                           : now.externals[x.index] == before.externals[y.index]);
+      if (same) continue;
+      std::string where = "operand " + std::to_string(k) + " of op " + std::to_string(i) + " (" + a.name + ")";
+      if (x.kind == y.kind && x.kind != operand_kind::value)
+        return where + " is a tensor of another layout or element size";
+      return where + " is " + capture_text::operand(x, now) + ", not " + capture_text::operand(y, before);
+    }
+    if (now.kept[i] != before.kept[i])
+      return "the result of op " + std::to_string(i) + " (" + a.name + ") is " +
+             (now.kept[i] ? "kept, not only read inside the region" : "only read inside the region, not kept");
+  }
+  if (now.ops.size() != before.ops.size())
+    return "the region has " + std::to_string(now.ops.size()) + " ops, not " + std::to_string(before.ops.size());
+  return "the tensors read are laid out differently";
+}
+
+}  // namespace tandem::detail

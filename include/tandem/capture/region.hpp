@@ -1,0 +1,96 @@
+#pragma once
+// A captured region: a run of elementwise ops over one number of elements,
+// recorded by a capture session (capture/session.hpp). Its key is what a
+// plan depends on (the ops, how each reads its operands, which results are
+// kept), never the runtime values (scalars, op parameters, the tensors'
+// contents): those are read on every call, so changing one replans
+// nothing. The plan gives each value that is not kept a tile buffer, and
+// drops the ops whose results nobody reads.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tandem/core/config.hpp"
+#include "tandem/core/shape.hpp"
+#include "tandem/kernels/cpu/elementwise.hpp"
+
+namespace tandem::detail {
+
+// How an op reads one operand: the result of an earlier op of the region
+// (`index` is that op), a tensor read along the region's flat order
+// (contiguous, or one element for all), a tensor gathered tile by tile
+// through its strides (broadcast or strided), or a scalar of the op.
+enum class operand_kind : std::uint8_t { value, flat, gathered, scalar };
+
+struct region_operand {
+  operand_kind kind = operand_kind::scalar;
+  std::uint32_t index = 0;
+  friend bool operator==(const region_operand&, const region_operand&) = default;
+};
+
+inline constexpr std::size_t max_region_operands = 4;
+
+struct op_signature {
+  const char* name = "";
+  row_function row = nullptr;
+  std::uint8_t result_size = 0;
+  std::uint8_t operand_count = 0;
+  std::array<region_operand, max_region_operands> operands{};
+  friend bool operator==(const op_signature&, const op_signature&) = default;
+};
+
+// A tensor the region reads from memory. A flat one steps by `flat_stride`
+// (1, or 0 for a single element); a gathered one walks `sizes` with strides
+// `out_strides` (its tile) and `in_strides` (itself), axes merged.
+struct external_signature {
+  std::uint8_t element_size = 0;
+  bool gathered = false;
+  std::int64_t flat_stride = 1;
+  dims sizes, out_strides, in_strides;
+  friend bool operator==(const external_signature&, const external_signature&) = default;
+};
+
+struct region_key {
+  std::int64_t numel = 0;
+  std::vector<op_signature> ops;
+  std::vector<external_signature> externals;
+  // Per op: whether its result is kept in memory (something outside the
+  // region holds it).
+  std::vector<bool> kept;
+  friend bool operator==(const region_key&, const region_key&) = default;
+};
+
+std::size_t hash_of(const region_key& key);
+
+// Where each value lives while a tile runs.
+struct region_plan {
+  static constexpr std::int32_t in_memory = -1;
+  // Per op: its tile buffer, or in_memory for a kept result.
+  std::vector<std::int32_t> value_slot;
+  // Per external: the tile buffer it is gathered into, or in_memory.
+  std::vector<std::int32_t> external_slot;
+  // Per op: whether it runs (its result is kept or read by an op that runs).
+  std::vector<bool> runs;
+  std::size_t slots = 0;
+  std::size_t slot_bytes = 0;
+};
+
+// Elements per tile: a few kilobytes per buffer, so that a region's tiles
+// stay in the first-level cache.
+inline constexpr std::int64_t capture_tile = 1024;
+
+region_plan plan_region(const region_key& key);
+
+// "16 elements: add, mul, tanh; keeps 1 result, 2 in tiles".
+std::string describe(const region_key& key);
+// The first way `now` differs from `before`, as a sentence.
+std::string difference(const region_key& now, const region_key& before);
+
+}  // namespace tandem::detail
+
+#if TANDEM_HEADER_ONLY
+#include "tandem/capture/region-inl.hpp"
+#endif

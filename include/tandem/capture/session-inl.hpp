@@ -1,0 +1,315 @@
+#pragma once
+// A capture session's definitions (declared in capture/session.hpp): inline
+// in header-only builds, compiled once into tandem::compiled.
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <vector>
+
+#include "tandem/capture/session.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/tensor.hpp"
+#include "tandem/kernels/cpu/thread_pool.hpp"
+
+namespace tandem::detail {
+
+// The producer of values whose region failed: reading one throws.
+class failed_capture final : public deferred_work {
+ public:
+  void run_pending(const char*) override {
+    throw error(
+        "tandem::capture: this value was never computed: the captured ops that make it failed (see the error they "
+        "threw)");
+  }
+  void before_write(const storage&) override {}
+};
+
+inline failed_capture& failed_capture_work() {
+  static failed_capture work;
+  return work;
+}
+
+TANDEM_LIBRARY_FUNCTION capture_session::capture_session(variant_cache& cache)
+    : cache_(cache), outer_(active_deferred_work()), owner_(&active_deferred_work()) {
+  active_deferred_work() = this;
+  cache_.count_call();
+}
+
+TANDEM_LIBRARY_FUNCTION capture_session::~capture_session() {
+  try {
+    run_region("the function threw");
+  } catch (...) {
+    // The values of the region are marked failed (execute): reading one throws.
+  }
+  active_deferred_work() = outer_;
+}
+
+TANDEM_LIBRARY_FUNCTION void capture_session::finish() { run_region("the call returned"); }
+
+TANDEM_LIBRARY_FUNCTION void capture_session::run_pending(const char* why) {
+  if (&active_deferred_work() != owner_)
+    throw error(
+        "tandem::capture: a pending value of a captured call was read on another thread while the call ran; hand "
+        "tensors to other threads after the call returns");
+  run_region(why);
+}
+
+TANDEM_LIBRARY_FUNCTION void capture_session::before_write(const storage& written) {
+  if (running_) return;
+  for (const auto& v : values_)
+    if (v.get() == &written) return run_region("a pending value was accessed through a non-const tensor (data(), at())");
+  for (const external& e : externals_)
+    if (e.memory.get() == &written) return run_region("a tensor the region reads is accessed for writing");
+}
+
+TANDEM_LIBRARY_FUNCTION std::shared_ptr<storage> capture_session::defer(const deferred_op& op,
+                                                                        std::span<deferred_operand> operands,
+                                                                        const shape& out_shape) {
+  const std::int64_t n = numel(out_shape);
+  if (running_ || n == 0 || operands.size() > max_region_operands) return nullptr;
+  for (deferred_operand& o : operands) {
+    if (!o.memory) continue;
+    deferred_work* producer = o.memory->producer();
+    if (!producer) continue;
+    if (producer != this) o.memory->data();
+    else if (!(o.contiguous && o.offset == 0 && o.numel == n))
+      run_region("an op reads a pending value through a view or a broadcast");
+  }
+  if (!key_.ops.empty() && n != key_.numel) run_region("the next op runs over another number of elements");
+  if (key_.ops.size() >= max_region_ops) run_region("the region holds the most ops a region may");
+  key_.numel = n;
+
+  op_signature signature{op.name, op.row, op.result_size, static_cast<std::uint8_t>(operands.size())};
+  recorded_op record{op.op};
+  for (std::size_t k = 0; k < operands.size(); ++k)
+    signature.operands[k] = operand_of(operands[k], record, k, out_shape, n);
+  auto result = make_cached<storage>(static_cast<std::size_t>(n) * op.result_size, this);
+  key_.ops.push_back(signature);
+  records_.push_back(std::move(record));
+  values_.push_back(result);
+  return result;
+}
+
+TANDEM_LIBRARY_FUNCTION region_operand capture_session::operand_of(deferred_operand& o, recorded_op& record,
+                                                                   std::size_t k, const shape& out_shape,
+                                                                   std::int64_t n) {
+  if (!o.memory) {
+    record.scalars[k] = o.scalar_bits;
+    return {operand_kind::scalar, static_cast<std::uint32_t>(k)};
+  }
+  if (o.memory->producer() == this)
+    for (std::size_t i = values_.size(); i-- > 0;)
+      if (values_[i] == o.memory) return {operand_kind::value, static_cast<std::uint32_t>(i)};
+
+  external_signature signature;
+  signature.element_size = o.element_size;
+  const bool flat = o.contiguous && o.numel == n;
+  signature.gathered = !flat && o.numel != 1;
+  signature.flat_stride = flat ? 1 : 0;
+  if (signature.gathered) {
+    dims out_strides = contiguous_strides(out_shape);
+    const std::array<const dims*, 2> strides{&out_strides, &o.strides};
+    std::array<dims, 2> merged;
+    merge_axes_into(out_shape, strides.data(), 2, signature.sizes, merged.data());
+    signature.out_strides = merged[0];
+    signature.in_strides = merged[1];
+  }
+  const operand_kind kind = signature.gathered ? operand_kind::gathered : operand_kind::flat;
+  for (std::size_t e = 0; e < externals_.size(); ++e)
+    if (externals_[e].memory == o.memory && externals_[e].offset == o.offset && key_.externals[e] == signature)
+      return {kind, static_cast<std::uint32_t>(e)};
+  externals_.push_back({o.memory, o.offset, o.memory->version(), o.copy});
+  key_.externals.push_back(std::move(signature));
+  return {kind, static_cast<std::uint32_t>(externals_.size() - 1)};
+}
+
+TANDEM_LIBRARY_FUNCTION void capture_session::run_region(const char* why) {
+  if (running_ || key_.ops.empty()) return;
+  running_ = true;
+  struct done {
+    capture_session& session;
+    ~done() {
+      session.clear_region();
+      session.running_ = false;
+    }
+  } reset{*this};
+  key_.kept.assign(values_.size(), false);
+  for (std::size_t i = 0; i < values_.size(); ++i) key_.kept[i] = values_[i].use_count() > 1;
+  std::shared_ptr<const region_plan> plan = cache_.plan_for(key_, regions_run_++, why);
+  execute(key_, *plan);
+}
+
+TANDEM_LIBRARY_FUNCTION void capture_session::clear_region() {
+  key_.numel = 0;
+  key_.ops.clear();
+  key_.externals.clear();
+  key_.kept.clear();
+  records_.clear();
+  values_.clear();
+  externals_.clear();
+}
+
+namespace capture_detail {
+// One op of a region as a tile runs it: where its result goes (a tile
+// buffer, or the kept value's memory at the tile's position) and, per
+// operand, a tile buffer or a base address stepping `moves` per element of
+// the tile's position (1 along the region, 0 for a scalar or one element).
+struct step {
+  row_function row;
+  const void* op;
+  std::int32_t out_slot;
+  void* out_memory;
+  std::size_t inputs;
+  std::array<const void*, max_region_operands> base{};
+  std::array<std::int32_t, max_region_operands> slot{};
+  std::array<std::int64_t, max_region_operands> stride{};
+  std::array<std::int64_t, max_region_operands> moves{};
+};
+
+// Memory a region walks along its flat order: an input, or a kept result.
+struct stream {
+  const void* base;
+  std::int64_t element_size;
+  bool written;
+};
+
+// A tensor copied tile by tile into a buffer through its strides.
+struct gather {
+  row_function copy;
+  const void* base;
+  std::int32_t slot;
+  const dims* sizes;
+  std::array<dims, 2> strides;
+};
+
+inline constexpr identity_op copy_op{};
+}  // namespace capture_detail
+
+TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, const region_plan& plan) {
+  using capture_detail::gather;
+  using capture_detail::step;
+  using capture_detail::stream;
+  const std::size_t count = key.ops.size();
+  std::vector<void*> memory(count, nullptr);
+  std::int64_t dropped = 0;
+  std::int64_t in_tiles = 0;
+  try {
+    for (const external& e : externals_)
+      if (e.memory->version() != e.version)
+        throw error(
+            "tandem::capture: a tensor read by captured ops was written in place before they ran, in a way capture "
+            "does not see (through a pointer kept from data()); read it through the tensor, or write it before "
+            "the ops that read it");
+    for (std::size_t i = 0; i < count; ++i)
+      if (plan.runs[i] && key.kept[i]) memory[i] = caching_allocator::allocate(values_[i]->bytes());
+
+    std::vector<gather> gathers;
+    for (std::size_t e = 0; e < externals_.size(); ++e) {
+      const external_signature& signature = key.externals[e];
+      if (!signature.gathered) continue;
+      const auto* base = static_cast<const std::byte*>(externals_[e].memory->data()) +
+                         externals_[e].offset * signature.element_size;
+      gathers.push_back({externals_[e].copy, base, plan.external_slot[e], &signature.sizes,
+                         {signature.out_strides, signature.in_strides}});
+    }
+    std::vector<step> steps;
+    steps.reserve(count);
+    std::vector<stream> streams;
+    for (std::size_t e = 0; e < externals_.size(); ++e)
+      if (!key.externals[e].gathered && key.externals[e].flat_stride == 1)
+        streams.push_back({static_cast<const std::byte*>(externals_[e].memory->data()) +
+                               externals_[e].offset * key.externals[e].element_size,
+                           key.externals[e].element_size, false});
+    for (std::size_t i = 0; i < count; ++i) {
+      if (!plan.runs[i]) {
+        ++dropped;
+        continue;
+      }
+      const op_signature& op = key.ops[i];
+      if (key.kept[i]) streams.push_back({memory[i], op.result_size, true});
+      else in_tiles += key.numel * op.result_size;
+      step s{op.row, records_[i].op.get(), plan.value_slot[i], memory[i], op.operand_count};
+      for (std::size_t k = 0; k < op.operand_count; ++k) {
+        const region_operand& o = op.operands[k];
+        s.slot[k] = region_plan::in_memory;
+        switch (o.kind) {
+          case operand_kind::value:
+            s.slot[k] = plan.value_slot[o.index];
+            s.base[k] = memory[o.index];
+            s.stride[k] = s.moves[k] = 1;
+            break;
+          case operand_kind::flat: {
+            const external_signature& signature = key.externals[o.index];
+            s.base[k] = static_cast<const std::byte*>(externals_[o.index].memory->data()) +
+                        externals_[o.index].offset * signature.element_size;
+            s.stride[k] = s.moves[k] = signature.flat_stride;
+            break;
+          }
+          case operand_kind::gathered:
+            s.slot[k] = plan.external_slot[o.index];
+            s.stride[k] = 1;
+            break;
+          case operand_kind::scalar:
+            s.base[k] = &records_[i].scalars[o.index];
+            break;
+        }
+      }
+      steps.push_back(s);
+    }
+
+    const std::size_t scratch_bytes = plan.slots * plan.slot_bytes;
+    parallel_for(key.numel, std::max(elementwise_grain, capture_tile), [&](std::int64_t begin, std::int64_t end) {
+      auto* scratch =
+          scratch_bytes ? static_cast<std::byte*>(caching_allocator::allocate_uncounted(scratch_bytes)) : nullptr;
+      auto buffer = [&](std::int32_t slot) { return scratch + static_cast<std::size_t>(slot) * plan.slot_bytes; };
+      for (std::int64_t at = begin; at < end; at += capture_tile) {
+        const std::int64_t length = std::min(capture_tile, end - at);
+        // Memory the next tile reads or writes is fetched while this one
+        // runs: a region reads and writes memory in short bursts between
+        // runs of ops on its buffers, which the hardware prefetcher does not
+        // follow far enough.
+        if (at + length < end)
+          for (const stream& m : streams) {
+            const char* next = static_cast<const char*>(m.base) + (at + length) * m.element_size;
+            const std::int64_t bytes = std::min(capture_tile, end - at - length) * m.element_size;
+            if (m.written)
+              for (std::int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(next + b, 1, 2);
+            else
+              for (std::int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(next + b, 0, 2);
+          }
+        for (const gather& g : gathers) {
+          void* out = buffer(g.slot);
+          const void* in = g.base;
+          run_span({g.copy, &capture_detail::copy_op, &out, &in, 1}, *g.sizes, g.strides.data(), 0, at, at + length);
+        }
+        for (const step& s : steps) {
+          void* out = s.out_slot >= 0 ? buffer(s.out_slot) : s.out_memory;
+          const std::int64_t out_at = s.out_slot >= 0 ? 0 : at;
+          std::array<const void*, max_region_operands> in{};
+          std::array<std::int64_t, max_region_operands> in_at{};
+          for (std::size_t k = 0; k < s.inputs; ++k) {
+            if (s.slot[k] >= 0) {
+              in[k] = buffer(s.slot[k]);
+            } else {
+              in[k] = s.base[k];
+              in_at[k] = at * s.moves[k];
+            }
+          }
+          s.row(s.op, length, &out, out_at, 1, in.data(), in_at.data(), s.stride.data());
+        }
+      }
+      if (scratch) caching_allocator::deallocate_uncounted(scratch, scratch_bytes);
+    });
+  } catch (...) {
+    for (std::size_t i = 0; i < count; ++i) {
+      caching_allocator::deallocate(memory[i], values_[i]->bytes());
+      values_[i]->hand_to(&failed_capture_work());
+    }
+    throw;
+  }
+  for (std::size_t i = 0; i < count; ++i) values_[i]->settle(memory[i]);
+  cache_.count_run(static_cast<std::int64_t>(count), dropped, in_tiles);
+}
+
+}  // namespace tandem::detail

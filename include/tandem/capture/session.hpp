@@ -1,0 +1,116 @@
+#pragma once
+// One call of a captured function (capture/capture.hpp). Its elementwise
+// ops do not run when issued: the eager driver (ops/elementwise/map.hpp)
+// hands each to the session, which appends it to the open region and
+// returns its result as a tensor whose storage is pending. The region runs
+// when something needs one of its values or is about to change what it
+// reads: a pending value read (item(), printing, data(), any op without a
+// deferred form, such as a reduction or a matmul), a tensor it reads written
+// in place, an op over another number of elements, and the end of the call.
+// It then runs as one pass over tiles (capture/region.hpp): each op in turn
+// over a tile of its operands held in small buffers, so a chain reads its
+// inputs and writes its kept results once. A result is kept when something
+// besides the session holds its storage when the region runs (a variable
+// still in scope, the call's return value, a value saved for backward);
+// the others never reach memory.
+//
+// Every elementwise op of the library takes this path while a capture runs
+// on its thread; the numbers are the eager kernels' own, bit for bit: a
+// region runs each op's row function, the one its eager loop runs.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "tandem/capture/region.hpp"
+#include "tandem/capture/variant_cache.hpp"
+#include "tandem/core/deferred.hpp"
+#include "tandem/core/storage.hpp"
+
+namespace tandem::detail {
+
+// What the eager driver says of an op it defers.
+struct deferred_op {
+  const char* name;
+  row_function row;
+  // The op object (its parameters), kept until the region runs.
+  std::shared_ptr<const void> op;
+  std::uint8_t result_size;
+};
+
+// An operand of a deferred op: a tensor (its storage, where it starts, its
+// element size, whether it is contiguous, its strides over the op's shape
+// with 0 along broadcast axes, and the row function that copies its
+// elements), or a scalar (its bits).
+struct deferred_operand {
+  std::shared_ptr<storage> memory;
+  std::int64_t offset = 0;
+  std::int64_t numel = 0;
+  std::uint8_t element_size = 0;
+  bool contiguous = false;
+  dims strides;
+  row_function copy = nullptr;
+  std::uint64_t scalar_bits = 0;
+};
+
+class capture_session final : public deferred_work {
+ public:
+  explicit capture_session(variant_cache& cache);
+  capture_session(const capture_session&) = delete;
+  capture_session& operator=(const capture_session&) = delete;
+  // Runs what is still pending (the call threw) and stops capturing.
+  ~capture_session();
+
+  // Appends `op` over `out_shape` to the open region and returns the
+  // storage its result will have; null when it must run now instead.
+  std::shared_ptr<storage> defer(const deferred_op& op, std::span<deferred_operand> operands, const shape& out_shape);
+
+  // The call returned: runs the open region.
+  void finish();
+
+  void run_pending(const char* why) override;
+  void before_write(const storage& written) override;
+
+ private:
+  struct recorded_op {
+    std::shared_ptr<const void> op;
+    // A scalar operand's value, where the op reads it (8-byte aligned).
+    std::array<std::uint64_t, max_region_operands> scalars{};
+  };
+  struct external {
+    std::shared_ptr<storage> memory;
+    std::int64_t offset = 0;
+    std::uint64_t version = 0;
+    row_function copy = nullptr;
+  };
+
+  region_operand operand_of(deferred_operand& operand, recorded_op& record, std::size_t k, const shape& out_shape,
+                            std::int64_t numel);
+  void run_region(const char* why);
+  void execute(const region_key& key, const region_plan& plan);
+  void clear_region();
+
+  variant_cache& cache_;
+  deferred_work* outer_;
+  region_key key_;
+  std::vector<recorded_op> records_;
+  std::vector<std::shared_ptr<storage>> values_;
+  std::vector<external> externals_;
+  std::size_t regions_run_ = 0;
+  bool running_ = false;
+  // The calling thread, known by the address of its active-work slot: a
+  // pending value read on another thread during the call is an error.
+  deferred_work* const* owner_;
+};
+
+// A region holds this many ops at most; the next one starts a new region.
+inline constexpr std::size_t max_region_ops = 256;
+
+}  // namespace tandem::detail
+
+#if TANDEM_HEADER_ONLY
+#include "tandem/capture/session-inl.hpp"
+#endif

@@ -1,0 +1,64 @@
+#pragma once
+// The regions a captured function has run (its variants), keyed by their
+// structure (capture/region.hpp), each with its plan, and what explain()
+// reports: why regions ended, which guard failed where a new variant was
+// recorded, and what fusion kept out of memory. One per capture wrapper,
+// shared by the calls of every thread; bounded, least recently used first
+// out. The lock and the containers live in variant_cache-inl.hpp, out of
+// users' translation units.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "tandem/capture/region.hpp"
+#include "tandem/core/config.hpp"
+
+namespace tandem {
+
+struct capture_statistics {
+  std::int64_t calls = 0;
+  std::int64_t regions_run = 0;
+  // Regions whose structure was new: each recorded a variant.
+  std::int64_t variants_recorded = 0;
+  std::int64_t variants_evicted = 0;
+  std::int64_t ops_captured = 0;
+  // Ops not run because nothing read their results.
+  std::int64_t ops_dropped = 0;
+  // Bytes of intermediate results that lived in tiles and never in memory.
+  std::int64_t bytes_kept_in_tiles = 0;
+  std::size_t variants_cached = 0;
+  std::size_t cache_limit = 0;
+};
+
+namespace detail {
+
+class variant_cache {
+ public:
+  explicit variant_cache(std::size_t limit);
+  variant_cache(const variant_cache&) = delete;
+  variant_cache& operator=(const variant_cache&) = delete;
+  ~variant_cache();
+
+  // The plan for `key`, the `position`-th region of a call, which ended
+  // because `why`.
+  std::shared_ptr<const region_plan> plan_for(const region_key& key, std::size_t position, const char* why);
+  void count_call();
+  void count_run(std::int64_t ops, std::int64_t dropped, std::int64_t bytes_kept_in_tiles);
+  void set_limit(std::size_t limit);
+
+  capture_statistics statistics() const;
+  std::string explain() const;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace detail
+}  // namespace tandem
+
+#if TANDEM_HEADER_ONLY
+#include "tandem/capture/variant_cache-inl.hpp"
+#endif

@@ -1,0 +1,337 @@
+// capture(fn): eager code run with its elementwise ops deferred and fused
+// region by region. Every result is compared with the same code run eagerly,
+// bit for bit: a region runs each op's own row function.
+
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "support/check.hpp"
+#include "support/gradcheck.hpp"
+
+namespace tandem::test {
+namespace {
+
+template <class T>
+void check_identical(const tensor<T>& got, const tensor<T>& want, const std::string& context) {
+  INFO(context);
+  REQUIRE(got.shape() == want.shape());
+  tensor<T> a = got.contiguous();
+  tensor<T> b = want.contiguous();
+  CHECK(std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.numel()) * sizeof(T)) == 0);
+}
+
+tensor<float> chain(const tensor<float>& x) {
+  tensor<float> a = x + x;
+  tensor<float> b = a * x;
+  tensor<float> c = b * 0.5f;
+  tensor<float> d = c + 1.0f;
+  tensor<float> e = tanh(d);
+  tensor<float> g = e * x;
+  tensor<float> h = g - 0.25f;
+  return h * h;
+}
+
+}  // namespace
+
+TEST_CASE("capture: the 8-op chain equals eager, bit for bit, on every tail size") {
+  auto captured = capture(chain);
+  for (std::int64_t n : tail_sizes) {
+    tensor<float> x = random_tensor<float>({n}, -2, 2, 7);
+    check_identical(captured(x), chain(x), "n = " + std::to_string(n));
+  }
+  capture_statistics s = captured.statistics();
+  CHECK(s.calls == static_cast<std::int64_t>(tail_sizes.size()));
+  // Size 0 runs nothing; each other size is one region of 8 ops keeping one result.
+  CHECK(s.regions_run == static_cast<std::int64_t>(tail_sizes.size()) - 1);
+  CHECK(s.ops_captured == 8 * s.regions_run);
+  CHECK(s.bytes_kept_in_tiles == 7 * 4 * (1 + 7 + 17 + 33 + 1000003));
+}
+
+TEST_CASE("capture: a second call of the same structure reuses its variant, whatever the scalars") {
+  float scale = 0.5f;
+  auto f = capture([&](const tensor<float>& x) { return tanh(x * scale) + scale; });
+  tensor<float> x = random_tensor<float>({1000}, -3, 3, 1);
+  for (float s : {0.5f, 2.0f, -1.0f}) {
+    scale = s;
+    check_identical(f(x), tanh(x * s) + s, "scale " + std::to_string(s));
+  }
+  CHECK(f.statistics().variants_recorded == 1);
+  CHECK(f.statistics().regions_run == 3);
+}
+
+TEST_CASE("capture: broadcast, strided and one-element operands are gathered per tile") {
+  tensor<double> x = random_tensor<double>({300, 17}, -1, 1, 2);
+  tensor<double> bias = random_tensor<double>({17}, -1, 1, 3);
+  tensor<double> column = random_tensor<double>({300, 1}, -1, 1, 4);
+  tensor<double> one = random_tensor<double>({1}, -1, 1, 5);
+  auto f = [](const tensor<double>& a, const tensor<double>& b, const tensor<double>& c, const tensor<double>& d) {
+    return exp(a * b + c) - d * a;
+  };
+  auto captured = capture(f);
+  for (const auto& [name, layout] : layouts(x)) check_identical(captured(layout, bias, column, one), f(x, bias, column, one), name);
+  tensor<double> square = random_tensor<double>({64, 64}, -1, 1, 6);
+  check_identical(captured(square.transpose(0, 1), square, one, one), f(square.transpose(0, 1), square, one, one),
+                  "a transposed operand beside its own storage");
+}
+
+TEST_CASE("capture: views of pending values end the region, and read the right values") {
+  auto f = capture([](const tensor<float>& x) {
+    tensor<float> y = x * 2.0f;                       // pending, [8, 8]
+    tensor<float> flat = y.reshape({64}) + 1.0f;      // a contiguous view: stays in the region
+    tensor<float> t = y.transpose(0, 1) * x;          // a strided view: the region runs first
+    return std::make_pair(flat, t);
+  });
+  tensor<float> x = random_tensor<float>({8, 8}, -1, 1, 8);
+  auto [flat, t] = f(x);
+  check_identical(flat, (x * 2.0f).reshape({64}) + 1.0f, "reshaped");
+  check_identical(t, (x * 2.0f).transpose(0, 1) * x, "transposed");
+  CHECK(f.explain().find("an op reads a pending value through a view or a broadcast") != std::string::npos);
+}
+
+TEST_CASE("capture: a tensor written in place after a deferred op read it gives that op the old values") {
+  auto f = capture([](tensor<float> x) {
+    tensor<float> doubled = x * 2.0f;
+    x.fill(100.0f);
+    return doubled + x;
+  });
+  tensor<float> x = random_tensor<float>({33}, -1, 1, 9);
+  tensor<float> want = x * 2.0f + 100.0f;
+  check_identical(f(x.clone()), want, "fill_ after the read");
+  CHECK(f.explain().find("a tensor the region reads is accessed for writing") != std::string::npos);
+}
+
+TEST_CASE("capture: a value read back splits the call into regions; branches on it record variants") {
+  auto f = capture([](const tensor<float>& x) {
+    tensor<float> y = sigmoid(x * 3.0f);
+    if (y.at(0) > 0.5f) return y * y - 1.0f;  // reads a pending value: a graph break
+    return -y;
+  });
+  tensor<float> positive = full<float>({100}, 1.0f);
+  tensor<float> negative = full<float>({100}, -1.0f);
+  tensor<float> y_pos = sigmoid(positive * 3.0f);
+  tensor<float> y_neg = sigmoid(negative * 3.0f);
+  check_identical(f(positive), y_pos * y_pos - 1.0f, "taken");
+  check_identical(f(negative), -y_neg, "not taken");
+  check_identical(f(positive), y_pos * y_pos - 1.0f, "taken again");
+  capture_statistics s = f.statistics();
+  CHECK(s.regions_run == 6);
+  CHECK(s.variants_recorded == 3);
+  std::string text = f.explain();
+  CHECK(text.find("a pending value was accessed through a non-const tensor") != std::string::npos);
+  CHECK(text.find("call 2, region 2: op 0 is neg, not mul") != std::string::npos);
+}
+
+TEST_CASE("capture: a shape change records a variant and says which guard failed") {
+  auto f = capture([](const tensor<float>& x) { return x * x + 1.0f; });
+  f(zeros<float>({16}));
+  f(zeros<float>({17}));
+  CHECK(f.explain().find("call 2, region 1: the region runs over 17 elements, not 16") != std::string::npos);
+}
+
+TEST_CASE("capture: the variant cache keeps the most recently used, up to its limit") {
+  auto f = capture([](const tensor<float>& x) { return x + 1.0f; }, {.cache_limit = 2});
+  for (std::int64_t n : {1, 2, 3, 1, 2, 3}) f(zeros<float>({n}));
+  capture_statistics s = f.statistics();
+  CHECK(s.variants_cached == 2);
+  CHECK(s.variants_recorded == 6);
+  CHECK(s.variants_evicted == 4);
+  f.set_cache_limit(1);
+  CHECK(f.statistics().variants_cached == 1);
+}
+
+TEST_CASE("capture: results nobody reads are not computed") {
+  auto f = capture([](const tensor<float>& x) {
+    tensor<float> unused = exp(x) * 3.0f;
+    return x + 1.0f;
+  });
+  check_identical(f(full<float>({5}, 2.0f)), full<float>({5}, 3.0f), "result");
+  CHECK(f.statistics().ops_dropped == 2);
+}
+
+TEST_CASE("capture: comparisons, where, mixed element types and integer tensors") {
+  auto f = [](const tensor<float>& x, const tensor<std::int32_t>& k) {
+    tensor<bool> positive = x > 0.0f;
+    tensor<float> clipped = where(positive, x, 0.1f * x);
+    return std::make_tuple(clipped * k.astype<float>(), k * 3 + 1, positive);
+  };
+  auto captured = capture(f);
+  tensor<float> x = random_tensor<float>({7, 17}, -1, 1, 10);
+  tensor<std::int32_t> k = random_tensor<std::int32_t>({17}, -5, 5, 11);
+  auto [a, b, c] = captured(x, k);
+  auto [ea, eb, ec] = f(x, k);
+  check_identical(a, ea, "where");
+  check_identical(b, eb, "integers");
+  check_identical(c, ec, "comparison");
+}
+
+TEST_CASE("capture: non-elementwise ops run eagerly between regions") {
+  auto f = [](const tensor<double>& x, const tensor<double>& w) {
+    tensor<double> h = relu(matmul(x * 2.0, w) + 1.0);
+    return softmax(h - mean(h), -1) * 3.0;
+  };
+  auto captured = capture(f);
+  tensor<double> x = random_tensor<double>({5, 7}, -1, 1, 12);
+  tensor<double> w = random_tensor<double>({7, 3}, -1, 1, 13);
+  check_identical(captured(x, w), f(x, w), "matmul, mean and softmax between regions");
+}
+
+TEST_CASE("capture: gradients through a captured function equal eager, and pass finite differences") {
+  auto f = [](const tensor<double>& x, const tensor<double>& y) { return tanh(x * y + x) * y; };
+  auto captured = capture(f);
+  check_gradients([&](const std::vector<tensor<double>>& v) { return captured(v[0], v[1]); },
+                  {away_from_zero({3, 5}, 1), away_from_zero({5}, 2)}, "tanh(x*y+x)*y captured");
+
+  tensor<double> x = away_from_zero({4, 6}, 3);
+  tensor<double> y = away_from_zero({4, 6}, 4);
+  auto grads = grad([&](const tensor<double>& a, const tensor<double>& b) { return sum(captured(a, b)); }, all_args)(x, y);
+  auto want = grad([&](const tensor<double>& a, const tensor<double>& b) { return sum(f(a, b)); }, all_args)(x, y);
+  check_identical(std::get<0>(grads), std::get<0>(want), "d/dx");
+  check_identical(std::get<1>(grads), std::get<1>(want), "d/dy");
+}
+
+TEST_CASE("capture: a training step with its backward and update captured equals the eager step") {
+  auto run = [](bool captured) {
+    generator gen(21);
+    tensor<double> w = normal<double>({6, 4}, 0, 0.5, gen);
+    tensor<double> x = normal<double>({8, 6}, 0, 1, gen);
+    tensor<double> target = normal<double>({8, 4}, 0, 1, gen);
+    w.set_requires_grad(true);
+    auto step = [&] {
+      tensor<double> out = tanh(matmul(x, w));
+      tensor<double> loss = mean(square(out - target));
+      loss.backward();
+      {
+        no_grad plain;
+        w.assign(w - 0.1 * w.grad());
+      }
+      w.zero_grad();
+      return loss;
+    };
+    auto captured_step = capture(step);
+    std::vector<double> losses;
+    for (int i = 0; i < 4; ++i) losses.push_back(captured ? captured_step().item() : step().item());
+    return std::make_pair(losses, w.detach().clone());
+  };
+  auto [eager_losses, eager_w] = run(false);
+  auto [captured_losses, captured_w] = run(true);
+  CHECK(eager_losses == captured_losses);
+  check_identical(captured_w, eager_w, "weights after four steps");
+}
+
+TEST_CASE("capture: with jit disabled the function runs eagerly") {
+  auto f = capture(chain);
+  set_jit_enabled(false);
+  tensor<float> x = random_tensor<float>({100}, -1, 1, 14);
+  check_identical(f(x), chain(x), "disabled");
+  set_jit_enabled(true);
+  CHECK(f.statistics().calls == 0);
+}
+
+TEST_CASE("capture: a captured function called inside another joins its call") {
+  auto inner = capture([](const tensor<float>& x) { return x * 2.0f; });
+  auto outer = capture([&](const tensor<float>& x) { return inner(x) + 1.0f; });
+  tensor<float> x = random_tensor<float>({50}, -1, 1, 15);
+  check_identical(outer(x), x * 2.0f + 1.0f, "nested");
+  CHECK(inner.statistics().calls == 0);
+  CHECK(outer.statistics().ops_captured == 2);
+}
+
+TEST_CASE("capture: values computed before the function throws stay readable") {
+  tensor<float> kept;
+  auto f = capture([&](const tensor<float>& x) -> tensor<float> {
+    kept = x * 3.0f;
+    throw std::runtime_error("from the function");
+  });
+  tensor<float> x = random_tensor<float>({40}, -1, 1, 16);
+  CHECK_THROWS_WITH(f(x), "from the function");
+  check_identical(kept, x * 3.0f, "kept before the throw");
+  CHECK(f.explain().find("the function threw") != std::string::npos);
+}
+
+TEST_CASE("capture: one wrapper called from several threads at once") {
+  auto f = capture(chain);
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        tensor<float> x = random_tensor<float>({100 + t}, -1, 1, static_cast<std::uint64_t>(t * 100 + i));
+        tensor<float> got = f(x);
+        tensor<float> want = chain(x);
+        if (std::memcmp(got.data(), want.data(), static_cast<std::size_t>(got.numel()) * sizeof(float)) != 0)
+          ++mismatches;
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(mismatches == 0);
+  CHECK(f.statistics().calls == 80);
+}
+
+TEST_CASE("capture: a pending value read on another thread during the call throws") {
+  auto f = capture([](const tensor<float>& x) {
+    tensor<float> y = x + 1.0f;
+    std::string error;
+    std::thread reader([&] {
+      try {
+        y.item();
+      } catch (const tandem::error& e) {
+        error = e.what();
+      }
+    });
+    reader.join();
+    return error;
+  });
+  CHECK(f(zeros<float>({1})).find("read on another thread") != std::string::npos);
+}
+
+// Random programs over a few inputs of broadcastable shapes: each step
+// applies a random elementwise op to earlier values, sometimes through a
+// view, sometimes reads a value back or reduces one (a graph break). The
+// same program runs eagerly and captured; every output must agree bit for bit.
+TEST_CASE("capture: randomized programs equal eager") {
+  struct program {
+    std::uint64_t seed;
+    tensor<double> operator()(const tensor<double>& a, const tensor<double>& b, const tensor<double>& c) const {
+      std::mt19937_64 rng(seed);
+      std::vector<tensor<double>> values{a, b, c};
+      auto pick = [&] { return values[rng() % values.size()]; };
+      for (int step = 0; step < 24; ++step) {
+        tensor<double> x = pick();
+        tensor<double> y = pick();
+        switch (rng() % 12) {
+          case 0: values.push_back(x + y); break;
+          case 1: values.push_back(x * y); break;
+          case 2: values.push_back(x - 0.5 * y); break;
+          case 3: values.push_back(tanh(x)); break;
+          case 4: values.push_back(exp(-square(x))); break;
+          case 5: values.push_back(where(x > y, x, y)); break;
+          case 6: values.push_back(maximum(x, y) / (1.0 + abs(y))); break;
+          case 7: values.push_back(sigmoid(x) * (x.reshape({-1}).at(0) > 0 ? 2.0 : 3.0)); break;
+          case 8: values.push_back(x - mean(x)); break;
+          case 9: values.push_back(x.dim() == 2 ? x.transpose(0, 1).contiguous().transpose(0, 1) + y : x + y); break;
+          case 10: values.push_back(relu(x) + sum(y).item()); break;
+          default: values.push_back(sin(x) * cos(y)); break;
+        }
+      }
+      tensor<double> out = values.back();
+      for (std::size_t k = 3; k + 1 < values.size(); k += 5) out = out + values[k];
+      return out;
+    }
+  };
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    program p{seed};
+    auto captured = capture(p);
+    const std::int64_t rows = 1 + static_cast<std::int64_t>(seed % 5) * 7;
+    tensor<double> a = random_tensor<double>({rows, 9}, -1, 1, seed);
+    tensor<double> b = random_tensor<double>({9}, -1, 1, seed + 1000);
+    tensor<double> c = random_tensor<double>({rows, 1}, -1, 1, seed + 2000);
+    for (int call = 0; call < 2; ++call)
+      check_identical(captured(a, b, c), p(a, b, c), "seed " + std::to_string(seed) + ", call " + std::to_string(call));
+  }
+}
+
+}  // namespace tandem::test
