@@ -179,6 +179,25 @@ TEST_CASE("capture: non-elementwise ops run eagerly between regions") {
   check_identical(captured(x, w), f(x, w), "matmul, mean and softmax between regions");
 }
 
+TEST_CASE("capture: multi-threaded kernels reading pending values get them computed first") {
+  // Large enough that the matmul and the convolution run on the pool's
+  // threads, which read their inputs there.
+  auto f = [](const tensor<float>& x, const tensor<float>& w, const tensor<float>& image, const tensor<float>& kernel) {
+    tensor<float> product = matmul(x * 0.5f + 1.0f, w);
+    tensor<float> features = conv2d(relu(image - 0.25f), kernel * 2.0f);
+    return std::make_pair(tanh(product), sigmoid(features));
+  };
+  auto captured = capture(f);
+  tensor<float> x = random_tensor<float>({256, 300}, -1, 1, 17);
+  tensor<float> w = random_tensor<float>({300, 64}, -1, 1, 18);
+  tensor<float> image = random_tensor<float>({4, 3, 64, 64}, -1, 1, 19);
+  tensor<float> kernel = random_tensor<float>({8, 3, 3, 3}, -1, 1, 20);
+  auto [product, features] = captured(x, w, image, kernel);
+  auto [want_product, want_features] = f(x, w, image, kernel);
+  check_identical(product, want_product, "matmul");
+  check_identical(features, want_features, "conv2d");
+}
+
 TEST_CASE("capture: gradients through a captured function equal eager, and pass finite differences") {
   auto f = [](const tensor<double>& x, const tensor<double>& y) { return tanh(x * y + x) * y; };
   auto captured = capture(f);

@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "tandem/core/config.hpp"
+#include "tandem/core/deferred.hpp"
 
 namespace tandem {
 namespace detail {
@@ -83,6 +84,11 @@ void parallel_for(std::int64_t n, std::int64_t grain, const Body& body) {
     if (n > 0) body(std::int64_t{0}, n);
     return;
   }
+  // The pool's threads may read the kernel's inputs, and a pending value
+  // (core/deferred.hpp) is computed on the thread that deferred it: work
+  // a capture holds runs first, on its own thread.
+  if (deferred_work* work = active_deferred_work()) [[unlikely]]
+    work->run_pending("a multi-threaded kernel started (its threads may read pending values)");
   thread_pool::instance().parallel_for(n, grain, body);
 }
 
