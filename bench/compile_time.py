@@ -103,6 +103,30 @@ int main() {
 }
 """
 
+
+def ten_nodes_run(wrap):
+    """The 10-node function on tensors (not a template), called eagerly
+    (`wrap` empty) or through `wrap`, with its gradient: what capture adds
+    to a translation unit."""
+    return PROLOGUE + f"""
+tensor<float> f(const tensor<float>& x, const tensor<float>& y) {{
+  auto a = x * y + 1.0f;
+  auto b = exp(a) - x;
+  auto c = b * b / (y + 2.0f);
+  auto d = sigmoid(c) * a - tanh(b);
+  return sum(d * x);
+}}
+
+int main() {{
+  auto g = {wrap}(f);
+  tensor<float> x = ones<float>({{4, 4}}), y = ones<float>({{4, 4}});
+  float value = g(x, y).item();
+  float slope = grad(g)(x, y).at(0, 0);
+  return value == value && slope == slope ? 0 : 1;
+}}
+"""
+
+
 EMPTY = "#include <tandem/tandem.hpp>\nint main() {}\n"
 
 
@@ -110,6 +134,8 @@ def cases(which):
     out = [
         ("umbrella include + empty main", "source", EMPTY),
         ("10-node jit graph + grad", "source", JIT10),
+        ("10-node eager function + grad", "source", ten_nodes_run("std::function<tensor<float>(const tensor<float>&, const tensor<float>&)>")),
+        ("10-node captured function + grad", "source", ten_nodes_run("capture")),
         ("chain of 10 ops + grad", "source", chain(10)),
         ("chain of 50 ops + grad", "source", chain(50)),
         ("chain of 200 ops + grad", "source", chain(200)),

@@ -1,6 +1,7 @@
 // One training step (forward, backward, Adam update) of the demo's models
 // at batch 128, on 1 and 2 threads: the MLP's step written by hand (the
-// limit), tandem eager, tandem with the whole step as one static graph,
+// limit), tandem eager, the eager step under capture(), tandem with the
+// whole step as one static graph,
 // and, when libtorch-dev is installed, libtorch
 // eager on the same architectures (training_libtorch.cpp, linked into the
 // same binary). bench/training_pytorch.py times PyTorch eager and
@@ -31,17 +32,23 @@ struct batch {
   }
 };
 
+enum class run { eager, graph, capture };
+
 template <class Model>
-void step(benchmark::State& state, bool jitted) {
+void step(benchmark::State& state, run how) {
   set_num_threads(static_cast<int>(state.range(0)));
   generator gen(7);
   Model model(gen);
   nn::adam optimizer(model.named_parameters(), {.lr = 1e-3});
   nn::train_step eager([&model](const auto& x, const auto& y) { return cross_entropy(model(x), y); }, optimizer);
   auto graph = jit(eager);
+  auto captured = capture(
+      [&eager](const tensor<float>& images, const tensor<std::int64_t>& labels) { return eager(images, labels); });
   batch data;
   for (auto _ : state) {
-    tensor<float> loss = jitted ? graph(data.images, data.labels) : eager(data.images, data.labels);
+    tensor<float> loss = how == run::graph     ? graph(data.images, data.labels)
+                         : how == run::capture ? captured(data.images, data.labels)
+                                               : eager(data.images, data.labels);
     benchmark::DoNotOptimize(loss.data());
   }
   state.SetItemsProcessed(state.iterations() * 128);
@@ -61,17 +68,21 @@ void mlp_step_hand(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 128);
 }
 
-void mlp_step_tandem_eager(benchmark::State& state) { step<fashion::mlp>(state, false); }
-void mlp_step_tandem_graph(benchmark::State& state) { step<fashion::mlp>(state, true); }
-void cnn_step_tandem_eager(benchmark::State& state) { step<fashion::cnn>(state, false); }
-void cnn_step_tandem_graph(benchmark::State& state) { step<fashion::cnn>(state, true); }
+void mlp_step_tandem_eager(benchmark::State& state) { step<fashion::mlp>(state, run::eager); }
+void mlp_step_tandem_capture(benchmark::State& state) { step<fashion::mlp>(state, run::capture); }
+void mlp_step_tandem_graph(benchmark::State& state) { step<fashion::mlp>(state, run::graph); }
+void cnn_step_tandem_eager(benchmark::State& state) { step<fashion::cnn>(state, run::eager); }
+void cnn_step_tandem_capture(benchmark::State& state) { step<fashion::cnn>(state, run::capture); }
+void cnn_step_tandem_graph(benchmark::State& state) { step<fashion::cnn>(state, run::graph); }
 
 }  // namespace
 
 BENCHMARK(mlp_step_hand)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(mlp_step_tandem_eager)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(mlp_step_tandem_capture)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(mlp_step_tandem_graph)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(cnn_step_tandem_eager)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(cnn_step_tandem_capture)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(cnn_step_tandem_graph)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

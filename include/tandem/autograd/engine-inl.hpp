@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "tandem/autograd/engine.hpp"
+#include "tandem/capture/session.hpp"
+#include "tandem/graph/mode.hpp"
 
 namespace tandem::detail {
 
@@ -32,7 +34,7 @@ inline std::unordered_map<node*, std::int64_t> edges_into_nodes_run_when_ready(n
   return count;
 }
 
-TANDEM_LIBRARY_FUNCTION void run_graph(node& root, const backward_context& context, capture_request* capture) {
+inline void run_graph_now(node& root, const backward_context& context, capture_request* capture) {
   grad_mode_guard mode(context.create_graph);
   auto later = [](const node* a, const node* b) { return a->sequence() < b->sequence(); };
   std::priority_queue<node*, std::vector<node*>, decltype(later)> ready(later);
@@ -96,6 +98,18 @@ TANDEM_LIBRARY_FUNCTION void run_graph(node& root, const backward_context& conte
     mark(*n);
     run_one(*n);
   }
+}
+
+// The backward of a captured call's ops is captured too: its elementwise
+// ops (the derivative rules, the sums of gradients) run fused, region by
+// region, as the forward did. Under a capture already (a training step's
+// backward inside the captured call), they join it.
+TANDEM_LIBRARY_FUNCTION void run_graph(node& root, const backward_context& context, capture_request* capture) {
+  if (!root.recorded_in_capture || active_deferred_work() || !jit_enabled()) return run_graph_now(root, context, capture);
+  static variant_cache backward_variants(64);
+  capture_session session(backward_variants);
+  run_graph_now(root, context, capture);
+  session.finish();
 }
 
 TANDEM_LIBRARY_FUNCTION bool reaches_other_leaves(node& root, const std::vector<node*>& targets) {

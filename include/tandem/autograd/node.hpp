@@ -57,6 +57,9 @@ class node : public std::enable_shared_from_this<node> {
   virtual bool runs_when_ready() const { return false; }
 
   bool queued = false;
+  // Recorded during a captured call, or fed by a node that was: the
+  // engine then runs the backward under a capture too (engine-inl.hpp).
+  bool recorded_in_capture = false;
 
  protected:
   std::vector<std::shared_ptr<node>> next_;

@@ -247,8 +247,11 @@ void record(const Op& op, tensor<R>& out, const X&... x) {
     if constexpr (has_derivative_rule<Op, tensor<R>, X...>) {
       require_rule_of_compiled_library<Op>();
       std::vector<std::shared_ptr<node>> edges{edge_of(x)...};
+      bool in_capture = active_deferred_work() != nullptr;
+      for (const auto& e : edges) in_capture = in_capture || (e && e->recorded_in_capture);
       auto n = make_cached<op_node<rule_of<Op>, Op, R, typename as_recorded<X>::type...>>(
           std::move(edges), op, out, static_cast<const typename as_recorded<X>::type&>(x)...);
+      n->recorded_in_capture = in_capture;
       out.autograd() = make_cached<autograd_meta<R>>();
       out.autograd()->requires_grad = true;
       out.autograd()->grad_fn = std::move(n);

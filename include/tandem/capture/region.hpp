@@ -78,9 +78,11 @@ struct region_plan {
   std::size_t slot_bytes = 0;
 };
 
-// Elements per tile: a few kilobytes per buffer, so that a region's tiles
-// stay in the first-level cache.
-inline constexpr std::int64_t capture_tile = 1024;
+// Elements per tile: a region's buffers and the tiles of what it reads and
+// writes stay in the first-level cache. On the 8-op chain (16M
+// floats, Zen 4) 512 ran 1.1-1.2x faster than 1024 and 1.5x faster than
+// 2048; 256 was as fast as 1024 (bench/capture.cpp, docs/benchmarks/capture.md).
+inline constexpr std::int64_t capture_tile = 512;
 
 region_plan plan_region(const region_key& key);
 

@@ -167,13 +167,6 @@ struct step {
   std::array<std::int64_t, max_region_operands> moves{};
 };
 
-// Memory a region walks along its flat order: an input, or a kept result.
-struct stream {
-  const void* base;
-  std::int64_t element_size;
-  bool written;
-};
-
 // A tensor copied tile by tile into a buffer through its strides.
 struct gather {
   row_function copy;
@@ -189,7 +182,6 @@ inline constexpr identity_op copy_op{};
 TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, const region_plan& plan) {
   using capture_detail::gather;
   using capture_detail::step;
-  using capture_detail::stream;
   const std::size_t count = key.ops.size();
   std::vector<void*> memory(count, nullptr);
   std::int64_t dropped = 0;
@@ -215,20 +207,13 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
     }
     std::vector<step> steps;
     steps.reserve(count);
-    std::vector<stream> streams;
-    for (std::size_t e = 0; e < externals_.size(); ++e)
-      if (!key.externals[e].gathered && key.externals[e].flat_stride == 1)
-        streams.push_back({static_cast<const std::byte*>(externals_[e].memory->data()) +
-                               externals_[e].offset * key.externals[e].element_size,
-                           key.externals[e].element_size, false});
     for (std::size_t i = 0; i < count; ++i) {
       if (!plan.runs[i]) {
         ++dropped;
         continue;
       }
       const op_signature& op = key.ops[i];
-      if (key.kept[i]) streams.push_back({memory[i], op.result_size, true});
-      else in_tiles += key.numel * op.result_size;
+      if (!key.kept[i]) in_tiles += key.numel * op.result_size;
       step s{op.row, records_[i].op.get(), plan.value_slot[i], memory[i], op.operand_count};
       for (std::size_t k = 0; k < op.operand_count; ++k) {
         const region_operand& o = op.operands[k];
@@ -265,19 +250,6 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
       auto buffer = [&](std::int32_t slot) { return scratch + static_cast<std::size_t>(slot) * plan.slot_bytes; };
       for (std::int64_t at = begin; at < end; at += capture_tile) {
         const std::int64_t length = std::min(capture_tile, end - at);
-        // Memory the next tile reads or writes is fetched while this one
-        // runs: a region reads and writes memory in short bursts between
-        // runs of ops on its buffers, which the hardware prefetcher does not
-        // follow far enough.
-        if (at + length < end)
-          for (const stream& m : streams) {
-            const char* next = static_cast<const char*>(m.base) + (at + length) * m.element_size;
-            const std::int64_t bytes = std::min(capture_tile, end - at - length) * m.element_size;
-            if (m.written)
-              for (std::int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(next + b, 1, 2);
-            else
-              for (std::int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(next + b, 0, 2);
-          }
         for (const gather& g : gathers) {
           void* out = buffer(g.slot);
           const void* in = g.base;
