@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tandem/autograd/engine.hpp"
-#include "tandem/capture/session.hpp"
+#include "tandem/core/deferred.hpp"
 #include "tandem/graph/mode.hpp"
 
 namespace tandem::detail {
@@ -105,11 +105,18 @@ inline void run_graph_now(node& root, const backward_context& context, capture_r
 // region, as the forward did. Under a capture already (a training step's
 // backward inside the captured call), they join it.
 TANDEM_LIBRARY_FUNCTION void run_graph(node& root, const backward_context& context, capture_request* capture) {
-  if (!root.recorded_in_capture || active_deferred_work() || !jit_enabled()) return run_graph_now(root, context, capture);
-  static variant_cache backward_variants(64);
-  capture_session session(backward_variants);
-  run_graph_now(root, context, capture);
-  session.finish();
+  capture_runner runner = backward_capture_runner().load(std::memory_order_acquire);
+  if (!root.recorded_in_capture || !runner || active_deferred_work() || !jit_enabled())
+    return run_graph_now(root, context, capture);
+  struct arguments {
+    node& root;
+    const backward_context& context;
+    capture_request* capture;
+  } args{root, context, capture};
+  runner([](void* a) {
+    auto* run = static_cast<arguments*>(a);
+    run_graph_now(run->root, run->context, run->capture);
+  }, &args);
 }
 
 TANDEM_LIBRARY_FUNCTION bool reaches_other_leaves(node& root, const std::vector<node*>& targets) {

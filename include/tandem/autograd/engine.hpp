@@ -6,6 +6,7 @@
 // touch grad()). Whatever happens, no pending gradient outlives the call.
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <queue>
@@ -26,6 +27,15 @@ struct capture_request {
   std::vector<node*> targets;
   std::vector<std::optional<any_gradient>> results;
 };
+
+// Runs body(context) under a capture of its own: set by capture.hpp once a
+// program captures (only then are nodes recorded in a capture), so that
+// the engine names no capture code.
+using capture_runner = void (*)(void (*body)(void*), void* context);
+inline std::atomic<capture_runner>& backward_capture_runner() {
+  static std::atomic<capture_runner> runner{nullptr};
+  return runner;
+}
 
 // Runs the graph behind `root` (whose seed is pending), every node once, in
 // decreasing sequence number; with `capture`, records what its targets

@@ -23,6 +23,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "tandem/autograd/engine.hpp"
 #include "tandem/capture/session.hpp"
 #include "tandem/capture/variant_cache.hpp"
 #include "tandem/graph/mode.hpp"
@@ -34,11 +35,24 @@ struct capture_options {
   std::size_t cache_limit = 64;
 };
 
+namespace detail {
+// The engine's runner for the backward of captured ops
+// (autograd/engine.hpp): under a capture with variants of its own.
+inline void run_backward_under_capture(void (*body)(void*), void* context) {
+  static variant_cache backward_variants(64);
+  capture_session session(backward_variants);
+  body(context);
+  session.finish();
+}
+}  // namespace detail
+
 template <class F>
 class captured {
  public:
   explicit captured(F f, capture_options options = {})
-      : f_(std::move(f)), cache_(std::make_shared<detail::variant_cache>(options.cache_limit)) {}
+      : f_(std::move(f)), cache_(std::make_shared<detail::variant_cache>(options.cache_limit)) {
+    detail::backward_capture_runner().store(&detail::run_backward_under_capture, std::memory_order_release);
+  }
 
   template <class... A>
     requires std::invocable<const F&, A&&...>

@@ -17,6 +17,9 @@ namespace tandem::detail {
 // The producer of values whose region failed: reading one throws.
 class failed_capture final : public deferred_work {
  public:
+  std::shared_ptr<storage> defer(const deferred_op&, std::span<deferred_operand>, const shape&) override {
+    return nullptr;
+  }
   void run_pending(const char*) override {
     throw error(
         "tandem::capture: this value was never computed: the captured ops that make it failed (see the error they "
@@ -105,7 +108,10 @@ TANDEM_LIBRARY_FUNCTION region_operand capture_session::operand_of(deferred_oper
   external_signature signature;
   signature.element_size = o.element_size;
   const bool flat = o.contiguous && o.numel == n;
-  signature.gathered = !flat && o.numel != 1;
+  // One element for all: a one-element tensor, or a view broadcasting one
+  // (the gradient a sum hands back is such a view).
+  const bool single = o.numel == 1 || std::all_of(o.strides.begin(), o.strides.end(), [](std::int64_t s) { return s == 0; });
+  signature.gathered = !flat && !single;
   signature.flat_stride = flat ? 1 : 0;
   if (signature.gathered) {
     dims out_strides = contiguous_strides(out_shape);

@@ -25,36 +25,13 @@
 #include <span>
 #include <vector>
 
+#include "tandem/capture/deferred_op.hpp"
 #include "tandem/capture/region.hpp"
 #include "tandem/capture/variant_cache.hpp"
 #include "tandem/core/deferred.hpp"
 #include "tandem/core/storage.hpp"
 
 namespace tandem::detail {
-
-// What the eager driver says of an op it defers.
-struct deferred_op {
-  const char* name;
-  row_function row;
-  // The op object (its parameters), kept until the region runs.
-  std::shared_ptr<const void> op;
-  std::uint8_t result_size;
-};
-
-// An operand of a deferred op: a tensor (its storage, where it starts, its
-// element size, whether it is contiguous, its strides over the op's shape
-// with 0 along broadcast axes, and the row function that copies its
-// elements), or a scalar (its bits).
-struct deferred_operand {
-  std::shared_ptr<storage> memory;
-  std::int64_t offset = 0;
-  std::int64_t numel = 0;
-  std::uint8_t element_size = 0;
-  bool contiguous = false;
-  dims strides;
-  row_function copy = nullptr;
-  std::uint64_t scalar_bits = 0;
-};
 
 class capture_session final : public deferred_work {
  public:
@@ -66,13 +43,17 @@ class capture_session final : public deferred_work {
 
   // Appends `op` over `out_shape` to the open region and returns the
   // storage its result will have; null when it must run now instead.
-  std::shared_ptr<storage> defer(const deferred_op& op, std::span<deferred_operand> operands, const shape& out_shape);
+  // Declared inline where they are defined inline (header-only): an
+  // out-of-line virtual function would be the class's key function, and
+  // every translation unit would then emit the vtable and every member.
+  TANDEM_LIBRARY_FUNCTION std::shared_ptr<storage> defer(const deferred_op& op, std::span<deferred_operand> operands,
+                                                         const shape& out_shape) override;
 
   // The call returned: runs the open region.
   void finish();
 
-  void run_pending(const char* why) override;
-  void before_write(const storage& written) override;
+  TANDEM_LIBRARY_FUNCTION void run_pending(const char* why) override;
+  TANDEM_LIBRARY_FUNCTION void before_write(const storage& written) override;
 
  private:
   struct recorded_op {

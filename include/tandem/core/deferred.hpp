@@ -5,12 +5,26 @@
 // through this interface: reading a pending storage runs it, and writing a
 // tensor in place runs first any pending work that reads it.
 
+#include <memory>
+#include <span>
+
+#include "tandem/core/shape.hpp"
+
 namespace tandem::detail {
 
 class storage;
+// What an elementwise op hands over to be deferred (capture/deferred_op.hpp).
+struct deferred_op;
+struct deferred_operand;
 
 class deferred_work {
  public:
+  // Appends an elementwise op over `out_shape` to the work and returns the
+  // storage its result will have; null when the op must run now. Virtual,
+  // so that an op's eager driver names no capture code: a translation unit
+  // that never captures compiles none.
+  virtual std::shared_ptr<storage> defer(const deferred_op& op, std::span<deferred_operand> operands,
+                                         const shape& out_shape) = 0;
   // Computes every pending value; `why` says what needed one.
   virtual void run_pending(const char* why) = 0;
   // Called before `written` is written in place.

@@ -14,7 +14,7 @@
 #include <type_traits>
 
 #include "tandem/autograd/derivative.hpp"
-#include "tandem/capture/session.hpp"
+#include "tandem/capture/deferred_op.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/graph/fwd.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
@@ -222,8 +222,7 @@ bool defer_map(deferred_work& work, const Op& op, const shape& out_shape, tensor
   std::array<deferred_operand, sizeof...(X)> operands{deferred_operand_of(x, out_shape)...};
   const deferred_op deferred{Op::name, row_function_for<R, C, Op, R*, row_element<X>...>(),
                              kept_op(op), sizeof(R)};
-  // The only deferred work there is: a capture session.
-  std::shared_ptr<storage> pending = static_cast<capture_session&>(work).defer(deferred, operands, out_shape);
+  std::shared_ptr<storage> pending = work.defer(deferred, operands, out_shape);
   if (!pending) return false;
   out = tensor<R>(std::move(pending), out_shape, contiguous_strides(out_shape), 0);
   return true;
