@@ -73,6 +73,15 @@ TEST_CASE("capture: broadcast, strided and one-element operands are gathered per
   };
   auto captured = capture(f);
   for (const auto& [name, layout] : layouts(x)) check_identical(captured(layout, bias, column, one), f(x, bias, column, one), name);
+  // Rows longer than a tile: most tiles read the row's bias and the
+  // column's value in place, the tiles across two rows gather them.
+  tensor<double> wide = random_tensor<double>({3, 2000}, -1, 1, 21);
+  tensor<double> wide_bias = random_tensor<double>({2000}, -1, 1, 22);
+  tensor<double> wide_column = random_tensor<double>({3, 1}, -1, 1, 23);
+  check_identical(captured(wide, wide_bias, wide_column, one), f(wide, wide_bias, wide_column, one), "long rows");
+  check_identical(captured(wide.transpose(0, 1), wide_column.reshape({3}), wide_bias.reshape({2000, 1}), one),
+                  f(wide.transpose(0, 1), wide_column.reshape({3}), wide_bias.reshape({2000, 1}), one),
+                  "short rows of a transposed operand");
   tensor<double> square = random_tensor<double>({64, 64}, -1, 1, 6);
   check_identical(captured(square.transpose(0, 1), square, one, one), f(square.transpose(0, 1), square, one, one),
                   "a transposed operand beside its own storage");

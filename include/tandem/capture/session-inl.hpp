@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "tandem/capture/session.hpp"
@@ -171,15 +173,34 @@ struct step {
   std::array<std::int32_t, max_region_operands> slot{};
   std::array<std::int64_t, max_region_operands> stride{};
   std::array<std::int64_t, max_region_operands> moves{};
+  // The gather an operand reads, or -1.
+  std::array<std::int32_t, max_region_operands> gathered{-1, -1, -1, -1};
 };
 
-// A tensor copied tile by tile into a buffer through its strides.
+// A tensor read through its strides. Where a tile lies within one row of
+// the innermost axis and the tensor steps by 0 or 1 along it (a bias beside
+// a batch's rows, a channel's scale over its pixels), the tile reads it in
+// place; otherwise it is copied into a buffer for the tile.
 struct gather {
   row_function copy;
-  const void* base;
+  const std::byte* base;
+  std::int64_t element_size;
   std::int32_t slot;
   const dims* sizes;
   std::array<dims, 2> strides;
+
+  // Where the tile [at, at + length) reads it in place, with its stride; null if it must be copied.
+  std::pair<const void*, std::int64_t> in_place(std::int64_t at, std::int64_t length) const {
+    const std::int64_t inner = sizes->back();
+    const std::int64_t step = strides[1].back();
+    if ((step != 0 && step != 1) || at / inner != (at + length - 1) / inner) return {nullptr, 0};
+    std::int64_t offset = 0;
+    for (std::size_t axis = sizes->size(), pos = static_cast<std::size_t>(at); axis-- > 0;) {
+      offset += static_cast<std::int64_t>(pos % static_cast<std::size_t>((*sizes)[axis])) * strides[1][axis];
+      pos /= static_cast<std::size_t>((*sizes)[axis]);
+    }
+    return {base + offset * element_size, step};
+  }
 };
 
 inline constexpr identity_op copy_op{};
@@ -203,12 +224,14 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
       if (plan.runs[i] && key.kept[i]) memory[i] = caching_allocator::allocate(values_[i]->bytes());
 
     std::vector<gather> gathers;
+    std::vector<std::int32_t> gathered_at(externals_.size(), -1);
     for (std::size_t e = 0; e < externals_.size(); ++e) {
       const external_signature& signature = key.externals[e];
       if (!signature.gathered) continue;
       const auto* base = static_cast<const std::byte*>(externals_[e].memory->data()) +
                          externals_[e].offset * signature.element_size;
-      gathers.push_back({externals_[e].copy, base, plan.external_slot[e], &signature.sizes,
+      gathered_at[e] = static_cast<std::int32_t>(gathers.size());
+      gathers.push_back({externals_[e].copy, base, signature.element_size, plan.external_slot[e], &signature.sizes,
                          {signature.out_strides, signature.in_strides}});
     }
     std::vector<step> steps;
@@ -239,6 +262,7 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
           }
           case operand_kind::gathered:
             s.slot[k] = plan.external_slot[o.index];
+            s.gathered[k] = gathered_at[o.index];
             s.stride[k] = 1;
             break;
           case operand_kind::scalar:
@@ -249,32 +273,54 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
       steps.push_back(s);
     }
 
+    // Tiles end where the innermost rows of the tensors read in place end
+    // (a batch norm's channel over its pixels), so that no tile gathers;
+    // rows shorter than this are gathered instead of cut into short tiles.
+    constexpr std::int64_t shortest_row = 64;
+    std::int64_t row_length = 0;
+    for (const gather& g : gathers) {
+      const std::int64_t inner = g.sizes->back();
+      const std::int64_t step = g.strides[1].back();
+      if ((step != 0 && step != 1) || inner < shortest_row || (row_length != 0 && row_length != inner)) {
+        row_length = 0;
+        break;
+      }
+      row_length = inner;
+    }
     const std::size_t scratch_bytes = plan.slots * plan.slot_bytes;
     parallel_for(key.numel, std::max(elementwise_grain, capture_tile), [&](std::int64_t begin, std::int64_t end) {
       auto* scratch =
           scratch_bytes ? static_cast<std::byte*>(caching_allocator::allocate_uncounted(scratch_bytes)) : nullptr;
       auto buffer = [&](std::int32_t slot) { return scratch + static_cast<std::size_t>(slot) * plan.slot_bytes; };
-      for (std::int64_t at = begin; at < end; at += capture_tile) {
-        const std::int64_t length = std::min(capture_tile, end - at);
-        for (const gather& g : gathers) {
-          void* out = buffer(g.slot);
-          const void* in = g.base;
-          run_span({g.copy, &capture_detail::copy_op, &out, &in, 1}, *g.sizes, g.strides.data(), 0, at, at + length);
+      std::vector<std::pair<const void*, std::int64_t>> read_in_place(gathers.size());
+      for (std::int64_t at = begin, length = 0; at < end; at += length) {
+        length = std::min(capture_tile, end - at);
+        if (row_length) length = std::min(length, (at / row_length + 1) * row_length - at);
+        for (std::size_t g = 0; g < gathers.size(); ++g) {
+          read_in_place[g] = gathers[g].in_place(at, length);
+          if (read_in_place[g].first) continue;
+          void* out = buffer(gathers[g].slot);
+          const void* in = gathers[g].base;
+          run_span({gathers[g].copy, &capture_detail::copy_op, &out, &in, 1}, *gathers[g].sizes,
+                   gathers[g].strides.data(), 0, at, at + length);
         }
         for (const step& s : steps) {
           void* out = s.out_slot >= 0 ? buffer(s.out_slot) : s.out_memory;
           const std::int64_t out_at = s.out_slot >= 0 ? 0 : at;
           std::array<const void*, max_region_operands> in{};
           std::array<std::int64_t, max_region_operands> in_at{};
+          std::array<std::int64_t, max_region_operands> stride = s.stride;
           for (std::size_t k = 0; k < s.inputs; ++k) {
-            if (s.slot[k] >= 0) {
+            if (s.gathered[k] >= 0 && read_in_place[static_cast<std::size_t>(s.gathered[k])].first) {
+              std::tie(in[k], stride[k]) = read_in_place[static_cast<std::size_t>(s.gathered[k])];
+            } else if (s.slot[k] >= 0) {
               in[k] = buffer(s.slot[k]);
             } else {
               in[k] = s.base[k];
               in_at[k] = at * s.moves[k];
             }
           }
-          s.row(s.op, length, &out, out_at, 1, in.data(), in_at.data(), s.stride.data());
+          s.row(s.op, length, &out, out_at, 1, in.data(), in_at.data(), stride.data());
         }
       }
       if (scratch) caching_allocator::deallocate_uncounted(scratch, scratch_bytes);
