@@ -61,6 +61,11 @@ TEST_CASE("capture: a second call of the same structure reuses its variant, what
   }
   CHECK(f.statistics().variants_recorded == 1);
   CHECK(f.statistics().regions_run == 3);
+  // The variant's first run went op by op; the two later, fused, are timed against it.
+  CHECK(std::isfinite(f.statistics().seconds_saved));
+  CHECK(f.explain().find("1000 elements: mul, tanh, add; keeps 1 of 3 results: run 3 times; first run op by op") !=
+        std::string::npos);
+  CHECK(f.explain().find("time saved by fusion") != std::string::npos);
 }
 
 TEST_CASE("capture: broadcast, strided and one-element operands are gathered per tile") {

@@ -80,10 +80,7 @@ TANDEM_LIBRARY_FUNCTION region_plan plan_region(const region_key& key) {
     for (std::int32_t slot : released_after[i]) free_slots.push_back(slot);
   }
   plan.slots = static_cast<std::size_t>(next);
-  // Buffers a whole number of pages apart would alias in the store buffer's
-  // 4 KB address check (every load of one waits on stores to another): an
-  // odd number of cache lines between them spreads them over the page.
-  plan.slot_bytes = (static_cast<std::size_t>(capture_tile) * widest + 63) / 64 * 64 + 5 * 64;
+  plan.widest = widest;
   return plan;
 }
 

@@ -75,8 +75,17 @@ struct region_plan {
   // Per op: whether it runs (its result is kept or read by an op that runs).
   std::vector<bool> runs;
   std::size_t slots = 0;
-  std::size_t slot_bytes = 0;
+  // Bytes per element of the widest value a buffer holds.
+  std::size_t widest = 1;
 };
+
+// Bytes of one buffer for tiles of `tile` elements. Buffers a whole number
+// of pages apart would alias in the store buffer's 4 KB address check
+// (every load of one waits on stores to another): an odd number of cache
+// lines between them spreads them over the page.
+inline std::size_t buffer_bytes(const region_plan& plan, std::int64_t tile) {
+  return (static_cast<std::size_t>(tile) * plan.widest + 63) / 64 * 64 + 5 * 64;
+}
 
 // Elements per tile: a region's buffers and the tiles of what it reads and
 // writes stay in the first-level cache. On the 8-op chain (16M

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -144,8 +145,11 @@ TANDEM_LIBRARY_FUNCTION void capture_session::run_region(const char* why) {
   } reset{*this};
   key_.kept.assign(values_.size(), false);
   for (std::size_t i = 0; i < values_.size(); ++i) key_.kept[i] = values_[i].use_count() > 1;
-  std::shared_ptr<const region_plan> plan = cache_.plan_for(key_, regions_run_++, why);
-  execute(key_, *plan);
+  planned_region planned = cache_.plan_for(key_, regions_run_++, why);
+  const auto start = std::chrono::steady_clock::now();
+  execute(key_, *planned.plan, planned.first);
+  cache_.count_time(*planned.key, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      std::chrono::steady_clock::now() - start).count(), planned.first);
 }
 
 TANDEM_LIBRARY_FUNCTION void capture_session::clear_region() {
@@ -206,7 +210,10 @@ struct gather {
 inline constexpr identity_op copy_op{};
 }  // namespace capture_detail
 
-TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, const region_plan& plan) {
+// A variant's first run goes op by op, each over the whole range as eager
+// ops do (through buffers of the range's size, not tiles): its time is what
+// fusion saves against on the later runs (explain()).
+TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, const region_plan& plan, bool op_by_op) {
   using capture_detail::gather;
   using capture_detail::step;
   const std::size_t count = key.ops.size();
@@ -281,20 +288,22 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
     for (const gather& g : gathers) {
       const std::int64_t inner = g.sizes->back();
       const std::int64_t step = g.strides[1].back();
-      if ((step != 0 && step != 1) || inner < shortest_row || (row_length != 0 && row_length != inner)) {
+      if (op_by_op || (step != 0 && step != 1) || inner < shortest_row || (row_length != 0 && row_length != inner)) {
         row_length = 0;
         break;
       }
       row_length = inner;
     }
-    const std::size_t scratch_bytes = plan.slots * plan.slot_bytes;
     parallel_for(key.numel, std::max(elementwise_grain, capture_tile), [&](std::int64_t begin, std::int64_t end) {
+      const std::int64_t tile = op_by_op ? end - begin : capture_tile;
+      const std::size_t slot_bytes = buffer_bytes(plan, tile);
+      const std::size_t scratch_bytes = plan.slots * slot_bytes;
       auto* scratch =
           scratch_bytes ? static_cast<std::byte*>(caching_allocator::allocate_uncounted(scratch_bytes)) : nullptr;
-      auto buffer = [&](std::int32_t slot) { return scratch + static_cast<std::size_t>(slot) * plan.slot_bytes; };
+      auto buffer = [&](std::int32_t slot) { return scratch + static_cast<std::size_t>(slot) * slot_bytes; };
       std::vector<std::pair<const void*, std::int64_t>> read_in_place(gathers.size());
       for (std::int64_t at = begin, length = 0; at < end; at += length) {
-        length = std::min(capture_tile, end - at);
+        length = std::min(tile, end - at);
         if (row_length) length = std::min(length, (at / row_length + 1) * row_length - at);
         for (std::size_t g = 0; g < gathers.size(); ++g) {
           read_in_place[g] = gathers[g].in_place(at, length);

@@ -6,7 +6,8 @@
 // when something needs one of its values or is about to change what it
 // reads: a pending value read (item(), printing, data(), any op without a
 // deferred form, such as a reduction or a matmul), a tensor it reads written
-// in place, an op over another number of elements, and the end of the call.
+// in place, a multi-threaded kernel starting (its threads may read pending
+// values), an op over another number of elements, and the end of the call.
 // It then runs as one pass over tiles (capture/region.hpp): each op in turn
 // over a tile of its operands held in small buffers, so a chain reads its
 // inputs and writes its kept results once. A result is kept when something
@@ -71,7 +72,7 @@ class capture_session final : public deferred_work {
   region_operand operand_of(deferred_operand& operand, recorded_op& record, std::size_t k, const shape& out_shape,
                             std::int64_t numel);
   void run_region(const char* why);
-  void execute(const region_key& key, const region_plan& plan);
+  void execute(const region_key& key, const region_plan& plan, bool op_by_op);
   void clear_region();
 
   variant_cache& cache_;
