@@ -118,6 +118,17 @@ TEST_CASE("capture: a tensor written in place after a deferred op read it gives 
   CHECK(f.explain().find("a tensor the region reads is accessed for writing") != std::string::npos);
 }
 
+TEST_CASE("capture: a write that bumps the version without asking for writing access throws, not a wrong answer") {
+  auto f = capture([](const tensor<float>& x) {
+    tensor<float> doubled = x * 2.0f;
+    static_cast<float*>(x.storage()->data())[0] = 100.0f;  // no writing access asked for
+    x.storage()->bump_version();
+    return doubled;
+  });
+  tensor<float> x = zeros<float>({8});
+  CHECK_THROWS_WITH(f(x), doctest::Contains("without asking for writing access first"));
+}
+
 TEST_CASE("capture: a value read back splits the call into regions; branches on it record variants") {
   auto f = capture([](const tensor<float>& x) {
     tensor<float> y = sigmoid(x * 3.0f);

@@ -224,9 +224,9 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
     for (const external& e : externals_)
       if (e.memory->version() != e.version)
         throw error(
-            "tandem::capture: a tensor read by captured ops was written in place before they ran, in a way capture "
-            "does not see (through a pointer kept from data()); read it through the tensor, or write it before "
-            "the ops that read it");
+            "tandem::capture: a tensor read by captured ops was written in place before they ran, without asking "
+            "for writing access first (through a pointer kept from data()); write it through the tensor, or "
+            "before the ops that read it");
     for (std::size_t i = 0; i < count; ++i)
       if (plan.runs[i] && key.kept[i]) memory[i] = caching_allocator::allocate(values_[i]->bytes());
 
