@@ -13,6 +13,7 @@
 #include "tandem/capture/session.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/tensor.hpp"
+#include "tandem/kernels/cpu/elementwise-inl.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
 namespace tandem::detail {
@@ -198,12 +199,10 @@ struct gather {
     const std::int64_t inner = sizes->back();
     const std::int64_t step = strides[1].back();
     if ((step != 0 && step != 1) || at / inner != (at + length - 1) / inner) return {nullptr, 0};
-    std::int64_t offset = 0;
-    for (std::size_t axis = sizes->size(), pos = static_cast<std::size_t>(at); axis-- > 0;) {
-      offset += static_cast<std::int64_t>(pos % static_cast<std::size_t>((*sizes)[axis])) * strides[1][axis];
-      pos /= static_cast<std::size_t>((*sizes)[axis]);
-    }
-    return {base + offset * element_size, step};
+    dims index;
+    loop_offsets offset(2);
+    locate(*sizes, strides.data(), at, index, offset);
+    return {base + offset[1] * element_size, step};
   }
 };
 
@@ -285,10 +284,10 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
     // rows shorter than this are gathered instead of cut into short tiles.
     constexpr std::int64_t shortest_row = 64;
     std::int64_t row_length = 0;
-    for (const gather& g : gathers) {
-      const std::int64_t inner = g.sizes->back();
-      const std::int64_t step = g.strides[1].back();
-      if (op_by_op || (step != 0 && step != 1) || inner < shortest_row || (row_length != 0 && row_length != inner)) {
+    for (std::size_t g = 0; g < gathers.size() && !op_by_op; ++g) {
+      const std::int64_t inner = gathers[g].sizes->back();
+      const std::int64_t step = gathers[g].strides[1].back();
+      if ((step != 0 && step != 1) || inner < shortest_row || (row_length != 0 && row_length != inner)) {
         row_length = 0;
         break;
       }
