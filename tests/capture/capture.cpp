@@ -51,6 +51,62 @@ TEST_CASE("capture: the 8-op chain equals eager, bit for bit, on every tail size
   CHECK(s.bytes_kept_in_tiles == 7 * 4 * (1 + 7 + 17 + 33 + 1000003));
 }
 
+template <class T>
+void check_register_chains() {
+  // Every op that capture runs in register chains (capture/register_chain.hpp)
+  // fed by the previous op through its first operand, its second, both and
+  // neither; results read out of turn (stored mid-chain), one kept past the
+  // call, and operands read in place along rows (a bias) and across them (a
+  // column).
+  tensor<T> kept;
+  auto f = [&kept](const tensor<T>& x, const tensor<T>& bias, const tensor<T>& column) {
+    tensor<T> a = x * T(0.75);
+    tensor<T> b = bias - a;
+    tensor<T> c = maximum(b, column);
+    tensor<T> d = c * c;
+    tensor<T> e = tanh(d) + exp(-abs(b));
+    tensor<T> g = sqrt(abs(e)) / (T(1) + square(e));
+    tensor<T> h = log(T(1) + sigmoid(g));
+    kept = h;
+    tensor<T> r = relu(h - T(0.5)) + minimum(h, x);
+    return -r + a;
+  };
+  auto captured = capture(f);
+  for (std::int64_t columns : {1, 7, 63, 64, 65, 1000, 16384 + 33, 50000}) {
+    const std::int64_t rows = columns > 1000 ? 2 : 5;
+    tensor<T> x = random_tensor<T>({rows, columns}, -2, 2, 30);
+    tensor<T> bias = random_tensor<T>({columns}, -2, 2, 31);
+    tensor<T> column = random_tensor<T>({rows, 1}, -2, 2, 32);
+    for (int call = 0; call < 2; ++call) {
+      const std::string context = std::to_string(rows) + " x " + std::to_string(columns) + ", call " + std::to_string(call);
+      tensor<T> got = captured(x, bias, column);
+      tensor<T> got_kept = kept;
+      check_identical(got, f(x, bias, column), context);
+      check_identical(got_kept, kept, context + ", the value kept past the call");
+    }
+  }
+  // The second call of each size ran fused, and every op here is one a
+  // chain runs.
+  CHECK(captured.statistics().ops_chained > 0);
+  CHECK(captured.explain().find("run in register chains") != std::string::npos);
+}
+
+TEST_CASE("capture: the 8-op chain equals eager when fused, on every tail size") {
+  auto captured = capture(chain);
+  for (std::int64_t n : tail_sizes) {
+    tensor<float> x = random_tensor<float>({n}, -2, 2, 8);
+    for (int call = 0; call < 3; ++call)
+      check_identical(captured(x), chain(x), "n = " + std::to_string(n) + ", call " + std::to_string(call));
+  }
+  // At least the two fused calls of the longest size ran all 8 ops in registers.
+  CHECK(captured.statistics().ops_chained >= 8 * 2);
+}
+
+TEST_CASE("capture: ops chained in registers equal eager in every operand position") {
+  check_register_chains<float>();
+  check_register_chains<double>();
+}
+
 TEST_CASE("capture: a second call of the same structure reuses its variant, whatever the scalars") {
   float scale = 0.5f;
   auto f = capture([&](const tensor<float>& x) { return tanh(x * scale) + scale; });

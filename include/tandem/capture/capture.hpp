@@ -52,6 +52,7 @@ class captured {
   explicit captured(F f, capture_options options = {})
       : f_(std::move(f)), cache_(std::make_shared<detail::variant_cache>(options.cache_limit)) {
     detail::backward_capture_runner().store(&detail::run_backward_under_capture, std::memory_order_release);
+    detail::install_chain_kernels();
   }
 
   template <class... A>

@@ -36,6 +36,9 @@ TANDEM_LIBRARY_FUNCTION region_plan plan_region(const region_key& key) {
   plan.value_slot.assign(count, region_plan::in_memory);
   plan.external_slot.assign(key.externals.size(), region_plan::in_memory);
   plan.runs.assign(count, false);
+  plan.chain_code.resize(count);
+  if (const chain_kernels* chains = installed_chain_kernels().load(std::memory_order_acquire))
+    for (std::size_t i = 0; i < count; ++i) plan.chain_code[i] = chains->code_of(key.ops[i].row);
 
   // Which ops run, from the last: a kept result, or one an op that runs reads.
   std::vector<std::size_t> last_read(count, 0);

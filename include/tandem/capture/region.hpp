@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tandem/capture/register_chain.hpp"
 #include "tandem/core/config.hpp"
 #include "tandem/core/shape.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
@@ -74,6 +75,8 @@ struct region_plan {
   std::vector<std::int32_t> external_slot;
   // Per op: whether it runs (its result is kept or read by an op that runs).
   std::vector<bool> runs;
+  // Per op: the op a register chain runs it as, if any.
+  std::vector<register_code> chain_code;
   std::size_t slots = 0;
   // Bytes per element of the widest value a buffer holds.
   std::size_t widest = 1;
@@ -87,11 +90,19 @@ inline std::size_t buffer_bytes(const region_plan& plan, std::int64_t tile) {
   return (static_cast<std::size_t>(tile) * plan.widest + 63) / 64 * 64 + 5 * 64;
 }
 
-// Elements per tile: a region's buffers and the tiles of what it reads and
+// Elements per tile where some op runs as a row (each op over the whole
+// tile in turn): a region's buffers and the tiles of what it reads and
 // writes stay in the first-level cache. On the 8-op chain (16M
-// floats, Zen 4) 512 ran 1.1-1.2x faster than 1024 and 1.5x faster than
-// 2048; 256 was as fast as 1024 (bench/capture.cpp, docs/benchmarks/capture.md).
+// floats, Zen 4) run that way, 512 ran 1.1-1.2x faster than 1024 and 1.5x
+// faster than 2048; 256 was as fast as 1024 (bench/capture.cpp,
+// docs/benchmarks/capture.md).
 inline constexpr std::int64_t capture_tile = 512;
+// Elements per tile where every op runs in a register chain
+// (capture/register_chain.hpp): buffers are touched only by results read
+// out of turn, so a tile is as long as a tile's setup needs to be cheap.
+// On the same chain, one thread, 16384 ran 1.1x faster than 4096 and 1.25x
+// faster than 1024; 65536 was no faster.
+inline constexpr std::int64_t chain_tile = 16384;
 
 region_plan plan_region(const region_key& key);
 

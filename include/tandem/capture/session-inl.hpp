@@ -37,6 +37,12 @@ inline failed_capture& failed_capture_work() {
   return work;
 }
 
+#if !TANDEM_HEADER_ONLY
+void install_chain_kernels() {
+  installed_chain_kernels().store(chain_kernels_for(), std::memory_order_release);
+}
+#endif
+
 TANDEM_LIBRARY_FUNCTION capture_session::capture_session(variant_cache& cache)
     : cache_(cache), outer_(active_deferred_work()), owner_(&active_deferred_work()) {
   active_deferred_work() = this;
@@ -180,6 +186,30 @@ struct step {
   std::array<std::int64_t, max_region_operands> moves{};
   // The gather an operand reads, or -1.
   std::array<std::int32_t, max_region_operands> gathered{-1, -1, -1, -1};
+  // The op of the region it runs, and how a register chain runs it.
+  std::uint32_t value = 0;
+  register_code code{};
+  // In a chain: which operands are the previous step's result, and whether
+  // its own result must reach its buffer or memory (something besides the
+  // next step reads it).
+  std::uint8_t from_previous = 0;
+  bool stored = true;
+};
+
+// Steps [first, last) run as a register chain over elements of
+// `element_size` bytes, or (element_size 0) one by one as rows.
+struct segment {
+  std::size_t first, last;
+  std::size_t element_size;
+};
+
+// Where a step reads and writes over a tile, from the tile's element `from` on.
+struct step_operands {
+  void* out;
+  std::int64_t out_at;
+  std::array<const void*, max_region_operands> in{};
+  std::array<std::int64_t, max_region_operands> in_at{};
+  std::array<std::int64_t, max_region_operands> stride{};
 };
 
 // A tensor read through its strides. Where a tile lies within one row of
@@ -207,6 +237,43 @@ struct gather {
 };
 
 inline constexpr identity_op copy_op{};
+
+// Cuts the steps into register chains (runs of steps a chain can take, over
+// one element type) and single steps, and marks in each chain which
+// operands are the previous step's result and which results must be stored.
+inline std::vector<segment> chain_segments(std::vector<step>& steps, const region_key& key, bool op_by_op) {
+  auto reads = [&](const step& s, std::uint32_t value) {
+    const op_signature& op = key.ops[s.value];
+    std::int32_t count = 0;
+    for (std::size_t k = 0; k < op.operand_count; ++k)
+      count += op.operands[k].kind == operand_kind::value && op.operands[k].index == value;
+    return count;
+  };
+  std::vector<std::int32_t> readers(key.ops.size(), 0);
+  for (const step& s : steps) {
+    const op_signature& op = key.ops[s.value];
+    for (std::size_t k = 0; k < op.operand_count; ++k)
+      if (op.operands[k].kind == operand_kind::value) ++readers[op.operands[k].index];
+  }
+  std::vector<segment> segments;
+  for (std::size_t first = 0; first < steps.size();) {
+    const std::size_t size = op_by_op || !steps[first].code.op ? 0 : steps[first].code.element_size;
+    std::size_t last = first + 1;
+    while (size && last < steps.size() && steps[last].code.op && steps[last].code.element_size == size) ++last;
+    for (std::size_t j = first; j < last && size; ++j) {
+      step& s = steps[j];
+      const op_signature& op = key.ops[s.value];
+      for (std::size_t k = 0; k < op.operand_count && j > first; ++k)
+        if (op.operands[k].kind == operand_kind::value && op.operands[k].index == steps[j - 1].value)
+          s.from_previous |= static_cast<std::uint8_t>(1u << k);
+      const std::int32_t read_next = j + 1 < last ? reads(steps[j + 1], s.value) : 0;
+      s.stored = key.kept[s.value] || readers[s.value] != read_next;
+    }
+    segments.push_back({first, last, size});
+    first = last;
+  }
+  return segments;
+}
 }  // namespace capture_detail
 
 // A variant's first run goes op by op, each over the whole range as eager
@@ -214,11 +281,14 @@ inline constexpr identity_op copy_op{};
 // fusion saves against on the later runs (explain()).
 TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, const region_plan& plan, bool op_by_op) {
   using capture_detail::gather;
+  using capture_detail::segment;
   using capture_detail::step;
+  using capture_detail::step_operands;
   const std::size_t count = key.ops.size();
   std::vector<void*> memory(count, nullptr);
   std::int64_t dropped = 0;
   std::int64_t in_tiles = 0;
+  std::int64_t chained = 0;
   try {
     for (const external& e : externals_)
       if (e.memory->version() != e.version)
@@ -276,8 +346,14 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
             break;
         }
       }
+      s.value = static_cast<std::uint32_t>(i);
+      s.code = plan.chain_code[i];
       steps.push_back(s);
     }
+
+    // A plan has chain ops only where the chain's kernels are installed.
+    const chain_kernels* chains = installed_chain_kernels().load(std::memory_order_acquire);
+    std::vector<segment> segments = capture_detail::chain_segments(steps, key, op_by_op || !chains);
 
     // Tiles end where the innermost rows of the tensors read in place end
     // (a batch norm's channel over its pixels), so that no tile gathers;
@@ -293,14 +369,21 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
       }
       row_length = inner;
     }
+    bool all_chained = true;
+    for (const segment& g : segments) {
+      all_chained = all_chained && g.element_size != 0;
+      if (g.element_size && key.numel >= chain_block(g.element_size))
+        chained += static_cast<std::int64_t>(g.last - g.first);
+    }
     parallel_for(key.numel, std::max(elementwise_grain, capture_tile), [&](std::int64_t begin, std::int64_t end) {
-      const std::int64_t tile = op_by_op ? end - begin : capture_tile;
+      const std::int64_t tile = op_by_op ? end - begin : all_chained ? chain_tile : capture_tile;
       const std::size_t slot_bytes = buffer_bytes(plan, tile);
       const std::size_t scratch_bytes = plan.slots * slot_bytes;
       auto* scratch =
           scratch_bytes ? static_cast<std::byte*>(caching_allocator::allocate_uncounted(scratch_bytes)) : nullptr;
       auto buffer = [&](std::int32_t slot) { return scratch + static_cast<std::size_t>(slot) * slot_bytes; };
       std::vector<std::pair<const void*, std::int64_t>> read_in_place(gathers.size());
+      std::vector<chain_step> chain(steps.size());
       for (std::int64_t at = begin, length = 0; at < end; at += length) {
         length = std::min(tile, end - at);
         if (row_length) length = std::min(length, (at / row_length + 1) * row_length - at);
@@ -312,23 +395,45 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
           run_span({gathers[g].copy, &capture_detail::copy_op, &out, &in, 1}, *gathers[g].sizes,
                    gathers[g].strides.data(), 0, at, at + length);
         }
-        for (const step& s : steps) {
-          void* out = s.out_slot >= 0 ? buffer(s.out_slot) : s.out_memory;
-          const std::int64_t out_at = s.out_slot >= 0 ? 0 : at;
-          std::array<const void*, max_region_operands> in{};
-          std::array<std::int64_t, max_region_operands> in_at{};
-          std::array<std::int64_t, max_region_operands> stride = s.stride;
+        auto operands_of = [&](const step& s, std::int64_t from) {
+          step_operands o{s.out_slot >= 0 ? buffer(s.out_slot) : s.out_memory, (s.out_slot >= 0 ? 0 : at) + from};
+          o.stride = s.stride;
           for (std::size_t k = 0; k < s.inputs; ++k) {
             if (s.gathered[k] >= 0 && read_in_place[static_cast<std::size_t>(s.gathered[k])].first) {
-              std::tie(in[k], stride[k]) = read_in_place[static_cast<std::size_t>(s.gathered[k])];
+              std::tie(o.in[k], o.stride[k]) = read_in_place[static_cast<std::size_t>(s.gathered[k])];
             } else if (s.slot[k] >= 0) {
-              in[k] = buffer(s.slot[k]);
+              o.in[k] = buffer(s.slot[k]);
             } else {
-              in[k] = s.base[k];
-              in_at[k] = at * s.moves[k];
+              o.in[k] = s.base[k];
+              o.in_at[k] = at * s.moves[k];
             }
+            o.in_at[k] += from * o.stride[k];
           }
-          s.row(s.op, length, &out, out_at, 1, in.data(), in_at.data(), stride.data());
+          return o;
+        };
+        for (const segment& g : segments) {
+          std::int64_t done = 0;
+          if (g.element_size) {
+            done = length / chain_block(g.element_size) * chain_block(g.element_size);
+            const auto size = static_cast<std::int64_t>(g.element_size);
+            for (std::size_t j = g.first; j < g.last && done; ++j) {
+              const step& s = steps[j];
+              const step_operands o = operands_of(s, 0);
+              chain_step& c = chain[j - g.first];
+              c = {s.code.op, static_cast<std::uint8_t>(s.inputs), s.from_previous, s.op, {}, {}, nullptr};
+              for (std::size_t k = 0; k < s.inputs; ++k) {
+                c.in[k] = static_cast<const std::byte*>(o.in[k]) + o.in_at[k] * size;
+                c.step[k] = o.stride[k];
+              }
+              if (s.stored) c.out = static_cast<std::byte*>(o.out) + o.out_at * size;
+            }
+            if (done) chains->run(g.element_size, chain.data(), g.last - g.first, done);
+          }
+          for (std::size_t j = g.first; j < g.last && done < length; ++j) {
+            const step_operands o = operands_of(steps[j], done);
+            steps[j].row(steps[j].op, length - done, &o.out, o.out_at, 1, o.in.data(), o.in_at.data(),
+                         o.stride.data());
+          }
         }
       }
       if (scratch) caching_allocator::deallocate_uncounted(scratch, scratch_bytes);
@@ -341,7 +446,7 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
     throw;
   }
   for (std::size_t i = 0; i < count; ++i) values_[i]->settle(memory[i]);
-  cache_.count_run(static_cast<std::int64_t>(count), dropped, in_tiles);
+  cache_.count_run(static_cast<std::int64_t>(count), dropped, chained, in_tiles);
 }
 
 }  // namespace tandem::detail

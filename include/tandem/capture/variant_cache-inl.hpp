@@ -116,11 +116,12 @@ TANDEM_LIBRARY_FUNCTION void variant_cache::count_call() {
   ++impl_->counts.calls;
 }
 
-TANDEM_LIBRARY_FUNCTION void variant_cache::count_run(std::int64_t ops, std::int64_t dropped,
+TANDEM_LIBRARY_FUNCTION void variant_cache::count_run(std::int64_t ops, std::int64_t dropped, std::int64_t chained,
                                                       std::int64_t bytes_kept_in_tiles) {
   std::lock_guard lock(impl_->mutex);
   impl_->counts.ops_captured += ops;
   impl_->counts.ops_dropped += dropped;
+  impl_->counts.ops_chained += chained;
   impl_->counts.bytes_kept_in_tiles += bytes_kept_in_tiles;
 }
 
@@ -175,8 +176,8 @@ TANDEM_LIBRARY_FUNCTION std::string variant_cache::explain() const {
   char bytes[32];
   std::snprintf(bytes, sizeof bytes, "%.3g", static_cast<double>(c.bytes_kept_in_tiles) / 1e6);
   text += "ops captured: " + std::to_string(c.ops_captured) + ", of which " + std::to_string(c.ops_dropped) +
-          " dropped (nothing read their results); intermediate results kept in tiles, never written: " + bytes +
-          " MB\n";
+          " dropped (nothing read their results), " + std::to_string(c.ops_chained) +
+          " run in register chains; intermediate results kept in tiles, never written: " + bytes + " MB\n";
   text += "time saved by fusion (each fused run against its variant's first, op by op): " +
           microseconds(static_cast<double>(saved)) + "\n";
   return text;

@@ -26,6 +26,9 @@ struct capture_statistics {
   std::int64_t ops_captured = 0;
   // Ops not run because nothing read their results.
   std::int64_t ops_dropped = 0;
+  // Ops run in register chains, each batch's result handed to the next op
+  // in SIMD registers (capture/register_chain.hpp); the others ran as rows.
+  std::int64_t ops_chained = 0;
   // Bytes of intermediate results that lived in tiles and never in memory.
   std::int64_t bytes_kept_in_tiles = 0;
   std::size_t variants_cached = 0;
@@ -59,7 +62,7 @@ class variant_cache {
   // How long a run of the variant `key` took (its first run: op by op).
   void count_time(const region_key& key, std::int64_t nanoseconds, bool first);
   void count_call();
-  void count_run(std::int64_t ops, std::int64_t dropped, std::int64_t bytes_kept_in_tiles);
+  void count_run(std::int64_t ops, std::int64_t dropped, std::int64_t chained, std::int64_t bytes_kept_in_tiles);
   void set_limit(std::size_t limit);
 
   capture_statistics statistics() const;
