@@ -37,4 +37,25 @@ struct deferred_operand {
   std::uint64_t scalar_bits = 0;
 };
 
+// Elements of a value computed span by span for the reduction that reads
+// it: `span(self, first, n, tile)` gives elements [first, first + n),
+// computed into `tile` (room for n) or read where they already are. Called
+// from any thread of the pool, for disjoint spans.
+struct value_spans {
+  const void* (*span)(const void* self, std::int64_t first, std::int64_t n, void* tile);
+  const void* self;
+};
+
+// A reduction over the rows of a value laid out [rows, length] (the reduced
+// axes innermost), as the eager reduction driver (ops/reduce.hpp) hands it
+// over: `run` reduces `input` into `out` (rows results) with the reducer and
+// finishing function kept in `state`, in the eager kernel's order.
+struct deferred_reduction {
+  const char* name;
+  void (*run)(const void* state, const value_spans& input, std::int64_t rows, std::int64_t length, void* out);
+  std::shared_ptr<const void> state;
+  std::int64_t rows = 0, length = 0;
+  std::uint8_t result_size = 0;
+};
+
 }  // namespace tandem::detail

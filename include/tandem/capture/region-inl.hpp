@@ -27,8 +27,60 @@ TANDEM_LIBRARY_FUNCTION std::size_t hash_of(const region_key& key) {
   }
   for (std::size_t i = 0; i < key.kept.size(); ++i)
     if (key.kept[i]) mix(i);
+  if (key.reduction.run) {
+    mix(reinterpret_cast<std::size_t>(key.reduction.run));
+    mix(static_cast<std::size_t>(key.reduction.rows) ^ static_cast<std::size_t>(key.reduction.length) << 20);
+    mix(key.reduction.value);
+  }
   return h;
 }
+
+namespace capture_detail {
+// Cuts the running ops into register chains (runs of ops a chain can take,
+// over one element type) and single ops, and marks in each chain which
+// operands are the previous op's result and which results must be stored.
+inline void plan_chains(const region_key& key, region_plan& plan) {
+  const std::size_t count = key.ops.size();
+  auto reduced = [&](std::size_t value) { return key.reduction.run && key.reduction.value == value; };
+  std::vector<std::uint32_t> running;
+  std::vector<std::int32_t> readers(count, 0);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!plan.runs[i]) continue;
+    running.push_back(static_cast<std::uint32_t>(i));
+    const op_signature& op = key.ops[i];
+    for (std::size_t k = 0; k < op.operand_count; ++k)
+      if (op.operands[k].kind == operand_kind::value) ++readers[op.operands[k].index];
+  }
+  auto reads = [&](std::uint32_t reader, std::uint32_t value) {
+    const op_signature& op = key.ops[reader];
+    std::int32_t n = 0;
+    for (std::size_t k = 0; k < op.operand_count; ++k)
+      n += op.operands[k].kind == operand_kind::value && op.operands[k].index == value;
+    return n;
+  };
+  plan.from_previous.assign(count, 0);
+  plan.stored.assign(count, true);
+  for (std::size_t first = 0; first < running.size();) {
+    const register_code code = plan.chain_code[running[first]];
+    const std::uint8_t size = code.op ? code.element_size : 0;
+    std::size_t last = first + 1;
+    while (size && last < running.size() && plan.chain_code[running[last]].op &&
+           plan.chain_code[running[last]].element_size == size)
+      ++last;
+    for (std::size_t j = first; j < last && size; ++j) {
+      const std::uint32_t i = running[j];
+      const op_signature& op = key.ops[i];
+      for (std::size_t k = 0; k < op.operand_count && j > first; ++k)
+        if (op.operands[k].kind == operand_kind::value && op.operands[k].index == running[j - 1])
+          plan.from_previous[i] |= static_cast<std::uint8_t>(1u << k);
+      const std::int32_t read_next = j + 1 < last ? reads(running[j + 1], i) : 0;
+      plan.stored[i] = key.kept[i] || reduced(i) || readers[i] != read_next;
+    }
+    plan.segments.push_back({static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(last), size});
+    first = last;
+  }
+}
+}  // namespace capture_detail
 
 TANDEM_LIBRARY_FUNCTION region_plan plan_region(const region_key& key) {
   const std::size_t count = key.ops.size();
@@ -42,8 +94,9 @@ TANDEM_LIBRARY_FUNCTION region_plan plan_region(const region_key& key) {
 
   // Which ops run, from the last: a kept result, or one an op that runs reads.
   std::vector<std::size_t> last_read(count, 0);
+  auto reduced = [&](std::size_t i) { return key.reduction.run && key.reduction.value == i; };
   for (std::size_t i = count; i-- > 0;) {
-    if (key.kept[i]) plan.runs[i] = true;
+    if (key.kept[i] || reduced(i)) plan.runs[i] = true;
     if (!plan.runs[i]) continue;
     const op_signature& op = key.ops[i];
     for (std::size_t k = 0; k < op.operand_count; ++k)
@@ -73,7 +126,7 @@ TANDEM_LIBRARY_FUNCTION region_plan plan_region(const region_key& key) {
   std::vector<std::vector<std::int32_t>> released_after(count);
   for (std::size_t i = 0; i < count; ++i) {
     if (!plan.runs[i]) continue;
-    if (!key.kept[i]) {
+    if (!key.kept[i] && !reduced(i)) {
       plan.value_slot[i] = take();
       widest = std::max<std::size_t>(widest, key.ops[i].result_size);
       released_after[last_read[i]].push_back(plan.value_slot[i]);
@@ -84,6 +137,7 @@ TANDEM_LIBRARY_FUNCTION region_plan plan_region(const region_key& key) {
   }
   plan.slots = static_cast<std::size_t>(next);
   plan.widest = widest;
+  capture_detail::plan_chains(key, plan);
   return plan;
 }
 
@@ -94,7 +148,11 @@ TANDEM_LIBRARY_FUNCTION std::string describe(const region_key& key) {
     text += (i ? ", " : " ") + std::string(key.ops[i].name);
     kept += key.kept[i] ? 1 : 0;
   }
-  return text + "; keeps " + std::to_string(kept) + " of " + std::to_string(key.ops.size()) + " results";
+  text += "; keeps " + std::to_string(kept) + " of " + std::to_string(key.ops.size()) + " results";
+  if (key.reduction.run)
+    text += "; then " + std::string(key.reduction.name) + " of op " + std::to_string(key.reduction.value) + " over " +
+            std::to_string(key.reduction.rows) + " x " + std::to_string(key.reduction.length) + ", reduced as computed";
+  return text;
 }
 
 namespace capture_text {
@@ -143,6 +201,11 @@ TANDEM_LIBRARY_FUNCTION std::string difference(const region_key& now, const regi
   }
   if (now.ops.size() != before.ops.size())
     return "the region has " + std::to_string(now.ops.size()) + " ops, not " + std::to_string(before.ops.size());
+  if (now.reduction != before.reduction) {
+    if (!now.reduction.run) return "the region ends without the reduction it ended with";
+    if (!before.reduction.run) return std::string("the region ends with a reduction (") + now.reduction.name + ")";
+    return std::string("the region's reduction (") + now.reduction.name + ") differs in its op, element type or rows";
+  }
   return "the tensors read are laid out differently";
 }
 

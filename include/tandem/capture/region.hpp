@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tandem/capture/deferred_op.hpp"
 #include "tandem/capture/register_chain.hpp"
 #include "tandem/core/config.hpp"
 #include "tandem/core/shape.hpp"
@@ -54,6 +55,16 @@ struct external_signature {
   friend bool operator==(const external_signature&, const external_signature&) = default;
 };
 
+// The reduction ending a region, if any (`run` null: none): over `rows`
+// rows of `length` elements of the result of op `value`.
+struct reduction_signature {
+  const char* name = "";
+  decltype(deferred_reduction::run) run = nullptr;
+  std::int64_t rows = 0, length = 0;
+  std::uint32_t value = 0;
+  friend bool operator==(const reduction_signature&, const reduction_signature&) = default;
+};
+
 struct region_key {
   std::int64_t numel = 0;
   std::vector<op_signature> ops;
@@ -61,15 +72,24 @@ struct region_key {
   // Per op: whether its result is kept in memory (something outside the
   // region holds it).
   std::vector<bool> kept;
+  reduction_signature reduction;
   friend bool operator==(const region_key&, const region_key&) = default;
 };
 
 std::size_t hash_of(const region_key& key);
 
+// Running ops [first, last) (counted among the ops that run, in order)
+// that a register chain takes, over elements of `element_size` bytes; or
+// (element_size 0) ops run one by one as rows over the tile.
+struct chain_segment {
+  std::uint32_t first = 0, last = 0;
+  std::uint8_t element_size = 0;
+};
+
 // Where each value lives while a tile runs.
 struct region_plan {
   static constexpr std::int32_t in_memory = -1;
-  // Per op: its tile buffer, or in_memory for a kept result.
+  // Per op: its tile buffer, or in_memory for a kept or reduced result.
   std::vector<std::int32_t> value_slot;
   // Per external: the tile buffer it is gathered into, or in_memory.
   std::vector<std::int32_t> external_slot;
@@ -77,6 +97,12 @@ struct region_plan {
   std::vector<bool> runs;
   // Per op: the op a register chain runs it as, if any.
   std::vector<register_code> chain_code;
+  std::vector<chain_segment> segments;
+  // Per op in a chain: which operands are the previous step's result, and
+  // whether its own result must reach its buffer or memory (something
+  // besides the next step reads it).
+  std::vector<std::uint8_t> from_previous;
+  std::vector<bool> stored;
   std::size_t slots = 0;
   // Bytes per element of the widest value a buffer holds.
   std::size_t widest = 1;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "tandem/capture/session.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/tensor.hpp"
+#include "tandem/detail/small_vector.hpp"
 #include "tandem/kernels/cpu/elementwise-inl.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
@@ -22,6 +24,9 @@ namespace tandem::detail {
 class failed_capture final : public deferred_work {
  public:
   std::shared_ptr<storage> defer(const deferred_op&, std::span<deferred_operand>, const shape&) override {
+    return nullptr;
+  }
+  std::shared_ptr<storage> defer_reduction(const deferred_reduction&, const std::shared_ptr<storage>&) override {
     return nullptr;
   }
   void run_pending(const char*) override {
@@ -74,6 +79,8 @@ TANDEM_LIBRARY_FUNCTION void capture_session::before_write(const storage& writte
     if (v.get() == &written) return run_region("a pending value was accessed through a non-const tensor (data(), at())");
   for (const external& e : externals_)
     if (e.memory.get() == &written) return run_region("a tensor the region reads is accessed for writing");
+  if (reduction_result_.get() == &written)
+    return run_region("a pending value was accessed through a non-const tensor (data(), at())");
 }
 
 TANDEM_LIBRARY_FUNCTION std::shared_ptr<storage> capture_session::defer(const deferred_op& op,
@@ -81,6 +88,7 @@ TANDEM_LIBRARY_FUNCTION std::shared_ptr<storage> capture_session::defer(const de
                                                                         const shape& out_shape) {
   const std::int64_t n = numel(out_shape);
   if (running_ || n == 0 || operands.size() > max_region_operands) return nullptr;
+  if (key_.reduction.run) run_region("a reduction ends the region");
   for (deferred_operand& o : operands) {
     if (!o.memory) continue;
     deferred_work* producer = o.memory->producer();
@@ -102,6 +110,19 @@ TANDEM_LIBRARY_FUNCTION std::shared_ptr<storage> capture_session::defer(const de
   records_.push_back(std::move(record));
   values_.push_back(result);
   return result;
+}
+
+TANDEM_LIBRARY_FUNCTION std::shared_ptr<storage> capture_session::defer_reduction(
+    const deferred_reduction& reduction, const std::shared_ptr<storage>& input) {
+  if (running_ || key_.reduction.run || reduction.rows * reduction.length != key_.numel) return nullptr;
+  std::size_t value = values_.size();
+  while (value-- > 0)
+    if (values_[value] == input) break;
+  if (value >= values_.size()) return nullptr;
+  key_.reduction = {reduction.name, reduction.run, reduction.rows, reduction.length, static_cast<std::uint32_t>(value)};
+  reduction_state_ = reduction.state;
+  reduction_result_ = make_cached<storage>(static_cast<std::size_t>(reduction.rows) * reduction.result_size, this);
+  return reduction_result_;
 }
 
 TANDEM_LIBRARY_FUNCTION region_operand capture_session::operand_of(deferred_operand& o, recorded_op& record,
@@ -164,9 +185,12 @@ TANDEM_LIBRARY_FUNCTION void capture_session::clear_region() {
   key_.ops.clear();
   key_.externals.clear();
   key_.kept.clear();
+  key_.reduction = {};
   records_.clear();
   values_.clear();
   externals_.clear();
+  reduction_state_.reset();
+  reduction_result_.reset();
 }
 
 namespace capture_detail {
@@ -186,21 +210,14 @@ struct step {
   std::array<std::int64_t, max_region_operands> moves{};
   // The gather an operand reads, or -1.
   std::array<std::int32_t, max_region_operands> gathered{-1, -1, -1, -1};
-  // The op of the region it runs, and how a register chain runs it.
+  // The op of the region it runs, and how a register chain runs it
+  // (region_plan's chain_code, from_previous, stored).
   std::uint32_t value = 0;
   register_code code{};
-  // In a chain: which operands are the previous step's result, and whether
-  // its own result must reach its buffer or memory (something besides the
-  // next step reads it).
   std::uint8_t from_previous = 0;
   bool stored = true;
-};
-
-// Steps [first, last) run as a register chain over elements of
-// `element_size` bytes, or (element_size 0) one by one as rows.
-struct segment {
-  std::size_t first, last;
-  std::size_t element_size;
+  // Which operands read the value the region's reduction reduces.
+  std::uint8_t reads_reduced = 0;
 };
 
 // Where a step reads and writes over a tile, from the tile's element `from` on.
@@ -238,42 +255,6 @@ struct gather {
 
 inline constexpr identity_op copy_op{};
 
-// Cuts the steps into register chains (runs of steps a chain can take, over
-// one element type) and single steps, and marks in each chain which
-// operands are the previous step's result and which results must be stored.
-inline std::vector<segment> chain_segments(std::vector<step>& steps, const region_key& key, bool op_by_op) {
-  auto reads = [&](const step& s, std::uint32_t value) {
-    const op_signature& op = key.ops[s.value];
-    std::int32_t count = 0;
-    for (std::size_t k = 0; k < op.operand_count; ++k)
-      count += op.operands[k].kind == operand_kind::value && op.operands[k].index == value;
-    return count;
-  };
-  std::vector<std::int32_t> readers(key.ops.size(), 0);
-  for (const step& s : steps) {
-    const op_signature& op = key.ops[s.value];
-    for (std::size_t k = 0; k < op.operand_count; ++k)
-      if (op.operands[k].kind == operand_kind::value) ++readers[op.operands[k].index];
-  }
-  std::vector<segment> segments;
-  for (std::size_t first = 0; first < steps.size();) {
-    const std::size_t size = op_by_op || !steps[first].code.op ? 0 : steps[first].code.element_size;
-    std::size_t last = first + 1;
-    while (size && last < steps.size() && steps[last].code.op && steps[last].code.element_size == size) ++last;
-    for (std::size_t j = first; j < last && size; ++j) {
-      step& s = steps[j];
-      const op_signature& op = key.ops[s.value];
-      for (std::size_t k = 0; k < op.operand_count && j > first; ++k)
-        if (op.operands[k].kind == operand_kind::value && op.operands[k].index == steps[j - 1].value)
-          s.from_previous |= static_cast<std::uint8_t>(1u << k);
-      const std::int32_t read_next = j + 1 < last ? reads(steps[j + 1], s.value) : 0;
-      s.stored = key.kept[s.value] || readers[s.value] != read_next;
-    }
-    segments.push_back({first, last, size});
-    first = last;
-  }
-  return segments;
-}
 }  // namespace capture_detail
 
 // A variant's first run goes op by op, each over the whole range as eager
@@ -281,14 +262,14 @@ inline std::vector<segment> chain_segments(std::vector<step>& steps, const regio
 // fusion saves against on the later runs (explain()).
 TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, const region_plan& plan, bool op_by_op) {
   using capture_detail::gather;
-  using capture_detail::segment;
   using capture_detail::step;
   using capture_detail::step_operands;
   const std::size_t count = key.ops.size();
-  std::vector<void*> memory(count, nullptr);
+  small_vector<void*, 16> memory(count, nullptr);
   std::int64_t dropped = 0;
   std::int64_t in_tiles = 0;
   std::int64_t chained = 0;
+  void* result = nullptr;
   try {
     for (const external& e : externals_)
       if (e.memory->version() != e.version)
@@ -298,9 +279,16 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
             "before the ops that read it");
     for (std::size_t i = 0; i < count; ++i)
       if (plan.runs[i] && key.kept[i]) memory[i] = caching_allocator::allocate(values_[i]->bytes());
+    // A reduced value nothing else holds goes, fused, into the reduction's
+    // tiles; run op by op, it is written whole and reduced after.
+    const bool reduces = key.reduction.run != nullptr;
+    const std::uint32_t reduced = key.reduction.value;
+    const bool reduced_in_tiles = reduces && !key.kept[reduced] && !op_by_op;
+    if (reduces && !key.kept[reduced] && op_by_op)
+      memory[reduced] = caching_allocator::allocate(values_[reduced]->bytes());
 
     std::vector<gather> gathers;
-    std::vector<std::int32_t> gathered_at(externals_.size(), -1);
+    small_vector<std::int32_t, 8> gathered_at(externals_.size(), -1);
     for (std::size_t e = 0; e < externals_.size(); ++e) {
       const external_signature& signature = key.externals[e];
       if (!signature.gathered) continue;
@@ -310,7 +298,8 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
       gathers.push_back({externals_[e].copy, base, signature.element_size, plan.external_slot[e], &signature.sizes,
                          {signature.out_strides, signature.in_strides}});
     }
-    std::vector<step> steps;
+    // Inline up to a region of 16 ops: a small region allocates nothing per call.
+    small_vector<step, 16> steps;
     steps.reserve(count);
     for (std::size_t i = 0; i < count; ++i) {
       if (!plan.runs[i]) {
@@ -319,7 +308,10 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
       }
       const op_signature& op = key.ops[i];
       if (!key.kept[i]) in_tiles += key.numel * op.result_size;
-      step s{op.row, records_[i].op.get(), plan.value_slot[i], memory[i], op.operand_count};
+      // Built in place: a step assembled aside and copied in stalled on
+      // its own stores (a tenth of a small call's time).
+      steps.push_back({op.row, records_[i].op.get(), plan.value_slot[i], memory[i], op.operand_count});
+      step& s = steps.back();
       for (std::size_t k = 0; k < op.operand_count; ++k) {
         const region_operand& o = op.operands[k];
         s.slot[k] = region_plan::in_memory;
@@ -328,6 +320,7 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
             s.slot[k] = plan.value_slot[o.index];
             s.base[k] = memory[o.index];
             s.stride[k] = s.moves[k] = 1;
+            if (reduced_in_tiles && o.index == reduced) s.reads_reduced |= static_cast<std::uint8_t>(1u << k);
             break;
           case operand_kind::flat: {
             const external_signature& signature = key.externals[o.index];
@@ -348,12 +341,16 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
       }
       s.value = static_cast<std::uint32_t>(i);
       s.code = plan.chain_code[i];
-      steps.push_back(s);
+      s.from_previous = plan.from_previous[i];
+      s.stored = plan.stored[i];
     }
 
-    // A plan has chain ops only where the chain's kernels are installed.
+    // A plan has chain ops only where the chain's kernels are installed;
+    // a first run goes op by op.
     const chain_kernels* chains = installed_chain_kernels().load(std::memory_order_acquire);
-    std::vector<segment> segments = capture_detail::chain_segments(steps, key, op_by_op || !chains);
+    const chain_segment each_alone{0, static_cast<std::uint32_t>(steps.size()), 0};
+    const std::span<const chain_segment> segments =
+        op_by_op || !chains ? std::span<const chain_segment>(&each_alone, 1) : std::span<const chain_segment>(plan.segments);
 
     // Tiles end where the innermost rows of the tensors read in place end
     // (a batch norm's channel over its pixels), so that no tile gathers;
@@ -370,12 +367,14 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
       row_length = inner;
     }
     bool all_chained = true;
-    for (const segment& g : segments) {
+    for (const chain_segment& g : segments) {
       all_chained = all_chained && g.element_size != 0;
       if (g.element_size && key.numel >= chain_block(g.element_size))
         chained += static_cast<std::int64_t>(g.last - g.first);
     }
-    parallel_for(key.numel, std::max(elementwise_grain, capture_tile), [&](std::int64_t begin, std::int64_t end) {
+    // Runs the region over [begin, end); the reduced value, where it lives
+    // in the reduction's tiles, goes to `reduced_tile` from `reduced_from` on.
+    auto run_range = [&](std::int64_t begin, std::int64_t end, void* reduced_tile, std::int64_t reduced_from) {
       const std::int64_t tile = op_by_op ? end - begin : all_chained ? chain_tile : capture_tile;
       const std::size_t slot_bytes = buffer_bytes(plan, tile);
       const std::size_t scratch_bytes = plan.slots * slot_bytes;
@@ -383,7 +382,7 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
           scratch_bytes ? static_cast<std::byte*>(caching_allocator::allocate_uncounted(scratch_bytes)) : nullptr;
       auto buffer = [&](std::int32_t slot) { return scratch + static_cast<std::size_t>(slot) * slot_bytes; };
       std::vector<std::pair<const void*, std::int64_t>> read_in_place(gathers.size());
-      std::vector<chain_step> chain(steps.size());
+      small_vector<chain_step, 16> chain(steps.size());
       for (std::int64_t at = begin, length = 0; at < end; at += length) {
         length = std::min(tile, end - at);
         if (row_length) length = std::min(length, (at / row_length + 1) * row_length - at);
@@ -397,9 +396,16 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
         }
         auto operands_of = [&](const step& s, std::int64_t from) {
           step_operands o{s.out_slot >= 0 ? buffer(s.out_slot) : s.out_memory, (s.out_slot >= 0 ? 0 : at) + from};
+          if (reduced_tile && s.value == reduced) {
+            o.out = reduced_tile;
+            o.out_at = at - reduced_from + from;
+          }
           o.stride = s.stride;
           for (std::size_t k = 0; k < s.inputs; ++k) {
-            if (s.gathered[k] >= 0 && read_in_place[static_cast<std::size_t>(s.gathered[k])].first) {
+            if (reduced_tile && (s.reads_reduced >> k & 1)) {
+              o.in[k] = reduced_tile;
+              o.in_at[k] = at - reduced_from;
+            } else if (s.gathered[k] >= 0 && read_in_place[static_cast<std::size_t>(s.gathered[k])].first) {
               std::tie(o.in[k], o.stride[k]) = read_in_place[static_cast<std::size_t>(s.gathered[k])];
             } else if (s.slot[k] >= 0) {
               o.in[k] = buffer(s.slot[k]);
@@ -411,7 +417,7 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
           }
           return o;
         };
-        for (const segment& g : segments) {
+        for (const chain_segment& g : segments) {
           std::int64_t done = 0;
           if (g.element_size) {
             done = length / chain_block(g.element_size) * chain_block(g.element_size);
@@ -437,13 +443,50 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
         }
       }
       if (scratch) caching_allocator::deallocate_uncounted(scratch, scratch_bytes);
-    });
+    };
+    if (!reduces || op_by_op)
+      parallel_for(key.numel, std::max(elementwise_grain, capture_tile),
+                   [&](std::int64_t begin, std::int64_t end) { run_range(begin, end, nullptr, 0); });
+    if (reduces) {
+      result = caching_allocator::allocate(reduction_result_->bytes());
+      // The reduction's loop asks for spans of the value, on its threads.
+      // Fused, each span runs the region over it: into the span's tile, or
+      // (a kept value) into memory, reduced there. Op by op, the value is
+      // already in memory.
+      struct spans_context {
+        decltype(run_range)& run;
+        const std::byte* whole;
+        std::int64_t element_size;
+        bool fused;
+      } context{run_range, static_cast<const std::byte*>(memory[reduced]),
+                static_cast<std::int64_t>(key.ops[reduced].result_size), !op_by_op};
+      const value_spans spans{[](const void* self, std::int64_t first, std::int64_t n, void* tile) -> const void* {
+                                const auto& c = *static_cast<const spans_context*>(self);
+                                if (c.fused) c.run(first, first + n, c.whole ? nullptr : tile, first);
+                                return c.whole ? c.whole + first * c.element_size : tile;
+                              },
+                              &context};
+      key.reduction.run(reduction_state_.get(), spans, key.reduction.rows, key.reduction.length, result);
+    }
   } catch (...) {
     for (std::size_t i = 0; i < count; ++i) {
       caching_allocator::deallocate(memory[i], values_[i]->bytes());
       values_[i]->hand_to(&failed_capture_work());
     }
+    if (reduction_result_) {
+      caching_allocator::deallocate(result, reduction_result_->bytes());
+      reduction_result_->hand_to(&failed_capture_work());
+    }
     throw;
+  }
+  if (reduction_result_) {
+    reduction_result_->settle(result);
+    // Written whole for the reduction alone (op by op): nothing else holds it.
+    const std::uint32_t reduced = key.reduction.value;
+    if (!key.kept[reduced]) {
+      caching_allocator::deallocate(memory[reduced], values_[reduced]->bytes());
+      memory[reduced] = nullptr;
+    }
   }
   for (std::size_t i = 0; i < count; ++i) values_[i]->settle(memory[i]);
   cache_.count_run(static_cast<std::int64_t>(count), dropped, chained, in_tiles);

@@ -8,9 +8,11 @@
 // deferred form, such as a reduction or a matmul), a tensor it reads written
 // in place, a multi-threaded kernel starting (its threads may read pending
 // values), an op over another number of elements, and the end of the call.
-// It then runs as one pass over tiles (capture/region.hpp): each op in turn
-// over a tile of its operands held in small buffers, so a chain reads its
-// inputs and writes its kept results once. A result is kept when something
+// It then runs as one pass over tiles (capture/region.hpp): its ops chained
+// in registers or each in turn over a tile of its operands held in small
+// buffers, so a chain reads its inputs and writes its kept results once. A
+// reduction over the rows of a region's value (sum, mean, max, ...) ends
+// the region and reduces the value as tiles compute it. A result is kept when something
 // besides the session holds its storage when the region runs (a variable
 // still in scope, the call's return value, a value saved for backward);
 // the others never reach memory.
@@ -53,6 +55,11 @@ class capture_session final : public deferred_work {
   // The call returned: runs the open region.
   void finish();
 
+  // Appends a reduction of one of the open region's values, which ends the
+  // region: the value is reduced tile by tile as the region computes it.
+  TANDEM_LIBRARY_FUNCTION std::shared_ptr<storage> defer_reduction(const deferred_reduction& reduction,
+                                                                   const std::shared_ptr<storage>& input) override;
+
   TANDEM_LIBRARY_FUNCTION void run_pending(const char* why) override;
   TANDEM_LIBRARY_FUNCTION void before_write(const storage& written) override;
 
@@ -81,6 +88,9 @@ class capture_session final : public deferred_work {
   std::vector<recorded_op> records_;
   std::vector<std::shared_ptr<storage>> values_;
   std::vector<external> externals_;
+  // The reduction ending the open region, if any: its reducer and its result.
+  std::shared_ptr<const void> reduction_state_;
+  std::shared_ptr<storage> reduction_result_;
   std::size_t regions_run_ = 0;
   bool running_ = false;
   // The calling thread, known by the address of its active-work slot: a

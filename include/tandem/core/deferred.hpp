@@ -1,7 +1,7 @@
 #pragma once
 // Work recorded but not run yet. A captured call (capture/capture.hpp)
-// defers elementwise ops and runs them together, fused, when a value is
-// needed. Core sits below capture, so a storage knows that work only
+// defers elementwise ops, and the reductions they feed, and runs them
+// together, fused, when a value is needed. Core sits below capture, so a storage knows that work only
 // through this interface: reading a pending storage runs it, and writing a
 // tensor in place runs first any pending work that reads it.
 
@@ -16,6 +16,7 @@ class storage;
 // What an elementwise op hands over to be deferred (capture/deferred_op.hpp).
 struct deferred_op;
 struct deferred_operand;
+struct deferred_reduction;
 
 class deferred_work {
  public:
@@ -25,6 +26,11 @@ class deferred_work {
   // that never captures compiles none.
   virtual std::shared_ptr<storage> defer(const deferred_op& op, std::span<deferred_operand> operands,
                                          const shape& out_shape) = 0;
+  // Appends a reduction of `input`, a pending value of this work, and
+  // returns the storage of its result; null when it must run now (on the
+  // value in memory).
+  virtual std::shared_ptr<storage> defer_reduction(const deferred_reduction& reduction,
+                                                   const std::shared_ptr<storage>& input) = 0;
   // Computes every pending value; `why` says what needed one.
   virtual void run_pending(const char* why) = 0;
   // Called before `written` is written in place.

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tandem/capture/deferred_op.hpp"
+#include "tandem/core/deferred.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/detail/math.hpp"
 #include "tandem/kernels/cpu/reduce.hpp"
@@ -117,6 +119,53 @@ inline void require_elements(const reduction_shape& plan, const shape& in, const
                       ")");
 }
 
+// A deferred reduction's inputs: the spans a capture computes for it.
+template <class T>
+struct deferred_source {
+  using value_type = T;
+  const value_spans& input;
+  static constexpr std::int64_t tile_size(std::int64_t n) { return n; }
+  const T* span(std::int64_t first, std::int64_t n, T* tile) const {
+    return static_cast<const T*>(input.span(input.self, first, n, tile));
+  }
+};
+
+template <class Reducer, class Finish>
+struct reduction_state {
+  Reducer reducer;
+  Finish finish;
+};
+
+template <class A, class R, class T, class Reducer, class Finish>
+void run_deferred_rows(const void* state, const value_spans& input, std::int64_t rows, std::int64_t length,
+                       void* out) {
+  const auto& s = *static_cast<const reduction_state<Reducer, Finish>*>(state);
+  reduce_rows_from<Reducer, A>(s.reducer, deferred_source<T>{input}, rows, length, static_cast<R*>(out), s.finish);
+}
+
+// Rows shorter than this are reduced after their region has run: the
+// region would be entered once per row.
+inline constexpr std::int64_t shortest_deferred_row = 4096;
+
+// Hands a reduction over the rows of a pending value to the capture that
+// computes it, so that the value is reduced as its region computes it,
+// tile by tile, instead of written and read back; false when it must run
+// now. The reduction runs the eager kernel's loop (reduce_rows_from) over
+// the same blocks, so its result has the same bits.
+template <class A, class R, class Reducer, class T, class Finish>
+bool defer_rows_reduction(deferred_work& work, const Reducer& r, const arranged_reduction<T>& a, const Finish& finish,
+                          const char* op, tensor<R>& out) {
+  const tensor<T>& x = a.source;
+  if (x.storage()->producer() != &work || x.offset() != 0 || a.plan.length < shortest_deferred_row) return false;
+  const deferred_reduction reduction{op, &run_deferred_rows<A, R, T, Reducer, Finish>,
+                                     make_cached<reduction_state<Reducer, Finish>>(reduction_state<Reducer, Finish>{r, finish}),
+                                     a.plan.kept, a.plan.length, sizeof(R)};
+  std::shared_ptr<storage> pending = work.defer_reduction(reduction, x.storage());
+  if (!pending) return false;
+  out = tensor<R>(std::move(pending), a.plan.out_shape, contiguous_strides(a.plan.out_shape), 0);
+  return true;
+}
+
 // Runs `reducer` over the axes; finish_for(M) gives the function applied to
 // each accumulated value (M is the number of elements folded into it).
 template <class A, class R, class Reducer, class T, class FinishFor>
@@ -124,8 +173,12 @@ tensor<R> reduce(const tensor<T>& x, const axes& ax, bool keepdims, const Reduce
                  const char* op, bool needs_elements = false) {
   if (needs_elements) require_elements(plan_reduction(x.shape(), ax, keepdims, op), x.shape(), op);
   arranged_reduction<T> a = arrange(x, ax, keepdims, op);
-  tensor<R> out(a.plan.out_shape);
   auto finish = finish_for(a.plan.length);
+  if (deferred_work* work = active_deferred_work(); work && a.layout == reduction_layout::rows) [[unlikely]] {
+    tensor<R> pending;
+    if (defer_rows_reduction<A>(*work, r, a, finish, op, pending)) return pending;
+  }
+  tensor<R> out(a.plan.out_shape);
   switch (a.layout) {
     case reduction_layout::rows:
       reduce_rows<Reducer, A>(r, a.source.data(), a.plan.kept, a.plan.length, out.data(), finish);
