@@ -52,6 +52,15 @@ TANDEM_LIBRARY_FUNCTION capture_session::capture_session(variant_cache& cache)
     : cache_(cache), outer_(active_deferred_work()), owner_(&active_deferred_work()) {
   active_deferred_work() = this;
   cache_.count_call();
+  // Room for a small region up front: growing the vectors op by op cost
+  // 0.1 us of a 10-op call's 1.8-1.9 us (bench_capture's call_capture).
+  constexpr std::size_t small_region = 16;
+  key_.ops.reserve(small_region);
+  key_.kept.reserve(small_region);
+  key_.externals.reserve(small_region);
+  records_.reserve(small_region);
+  values_.reserve(small_region);
+  externals_.reserve(small_region);
 }
 
 TANDEM_LIBRARY_FUNCTION capture_session::~capture_session() {
@@ -298,8 +307,7 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
       gathers.push_back({externals_[e].copy, base, signature.element_size, plan.external_slot[e], &signature.sizes,
                          {signature.out_strides, signature.in_strides}});
     }
-    // Inline up to a region of 16 ops: a small region allocates nothing per call.
-    small_vector<step, 16> steps;
+    std::vector<step> steps;
     steps.reserve(count);
     for (std::size_t i = 0; i < count; ++i) {
       if (!plan.runs[i]) {
@@ -382,7 +390,7 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
           scratch_bytes ? static_cast<std::byte*>(caching_allocator::allocate_uncounted(scratch_bytes)) : nullptr;
       auto buffer = [&](std::int32_t slot) { return scratch + static_cast<std::size_t>(slot) * slot_bytes; };
       std::vector<std::pair<const void*, std::int64_t>> read_in_place(gathers.size());
-      small_vector<chain_step, 16> chain(steps.size());
+      std::vector<chain_step> chain(steps.size());
       for (std::int64_t at = begin, length = 0; at < end; at += length) {
         length = std::min(tile, end - at);
         if (row_length) length = std::min(length, (at / row_length + 1) * row_length - at);
