@@ -37,15 +37,6 @@ struct deferred_operand {
   std::uint64_t scalar_bits = 0;
 };
 
-// Elements of a value computed span by span for the reduction that reads
-// it: `span(self, first, n, tile)` gives elements [first, first + n),
-// computed into `tile` (room for n) or read where they already are. Called
-// from any thread of the pool, for disjoint spans.
-struct value_spans {
-  const void* (*span)(const void* self, std::int64_t first, std::int64_t n, void* tile);
-  const void* self;
-};
-
 // A reduction over the rows of a value laid out [rows, length] (the reduced
 // axes innermost), as the eager reduction driver (ops/reduce.hpp) hands it
 // over: `run` reduces `input` into `out` (rows results) with the reducer and

@@ -5,6 +5,7 @@
 // through this interface: reading a pending storage runs it, and writing a
 // tensor in place runs first any pending work that reads it.
 
+#include <cstdint>
 #include <memory>
 #include <span>
 
@@ -17,6 +18,15 @@ class storage;
 struct deferred_op;
 struct deferred_operand;
 struct deferred_reduction;
+
+// Elements of a value computed span by span for the reduction that reads
+// it: `span(self, first, n, tile)` gives elements [first, first + n),
+// computed into `tile` (room for n) or read where they already are. Called
+// from any thread of the pool, for disjoint spans.
+struct value_spans {
+  const void* (*span)(const void* self, std::int64_t first, std::int64_t n, void* tile);
+  const void* self;
+};
 
 class deferred_work {
  public:

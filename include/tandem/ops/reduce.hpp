@@ -119,17 +119,6 @@ inline void require_elements(const reduction_shape& plan, const shape& in, const
                       ")");
 }
 
-// A deferred reduction's inputs: the spans a capture computes for it.
-template <class T>
-struct deferred_source {
-  using value_type = T;
-  const value_spans& input;
-  static constexpr std::int64_t tile_size(std::int64_t n) { return n; }
-  const T* span(std::int64_t first, std::int64_t n, T* tile) const {
-    return static_cast<const T*>(input.span(input.self, first, n, tile));
-  }
-};
-
 template <class Reducer, class Finish>
 struct reduction_state {
   Reducer reducer;
@@ -140,7 +129,8 @@ template <class A, class R, class T, class Reducer, class Finish>
 void run_deferred_rows(const void* state, const value_spans& input, std::int64_t rows, std::int64_t length,
                        void* out) {
   const auto& s = *static_cast<const reduction_state<Reducer, Finish>*>(state);
-  reduce_rows_from<Reducer, A>(s.reducer, deferred_source<T>{input}, rows, length, static_cast<R*>(out), s.finish);
+  reduce_rows_from<Reducer, A>(s.reducer, array_source<T>{nullptr, &input}, rows, length, static_cast<R*>(out),
+                               s.finish);
 }
 
 // Rows shorter than this are reduced after their region has run: the

@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "tandem/core/deferred.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
 #include "tandem/kernels/cpu/simd.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
@@ -54,13 +55,21 @@ A reduce_span(const Reducer& r, const T* p, std::int64_t n, A acc) {
 // inputs from linear position `first` of the arranged problem: an array is
 // read in place; a fused producer (fused_source) computes them into `tile`,
 // a per-thread buffer of `tile_size(n)` elements, so that the elementwise
-// work feeding a reduction never reaches memory.
+// work feeding a reduction never reaches memory. An array not computed yet
+// (a capture's pending value, ops/reduce.hpp) comes as `spans`, which
+// compute each span when asked: the same source type, so a deferred
+// reduction instantiates no loop of its own.
 template <class T>
 struct array_source {
   using value_type = T;
   const T* data;
-  static constexpr std::int64_t tile_size(std::int64_t) { return 0; }
-  const T* span(std::int64_t first, std::int64_t, T*) const { return data + first; }
+  const value_spans* spans = nullptr;
+  std::int64_t tile_size(std::int64_t n) const { return spans ? n : 0; }
+  const T* span(std::int64_t first, std::int64_t n, T* tile) const {
+    if (spans) [[unlikely]]
+      return static_cast<const T*>(spans->span(spans->self, first, n, tile));
+    return data + first;
+  }
 };
 
 // A reduction's inputs computed on the fly by an elementwise op over
