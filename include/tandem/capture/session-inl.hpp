@@ -383,7 +383,9 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
     // Runs the region over [begin, end); the reduced value, where it lives
     // in the reduction's tiles, goes to `reduced_tile` from `reduced_from` on.
     auto run_range = [&](std::int64_t begin, std::int64_t end, void* reduced_tile, std::int64_t reduced_from) {
-      const std::int64_t tile = op_by_op ? end - begin : all_chained ? chain_tile : capture_tile;
+      // Broadcast and strided operands keep tiles short: a gathered one's
+      // buffer must stay in the first-level cache.
+      const std::int64_t tile = op_by_op ? end - begin : all_chained && gathers.empty() ? chain_tile : capture_tile;
       const std::size_t slot_bytes = buffer_bytes(plan, tile);
       const std::size_t scratch_bytes = plan.slots * slot_bytes;
       auto* scratch =
