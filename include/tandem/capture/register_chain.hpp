@@ -38,8 +38,10 @@ using register_ops = std::tuple<add_op, sub_op, mul_op, div_op, maximum_op, mini
 
 // Batches per dispatch: the switch's cost is shared by four batches, and
 // four independent batches hide a long op's latency (tanh). On the 8-op
-// chain (Zen 4, AVX-512) one batch ran 1.4x and two 1.25x slower than four;
-// eight spilled registers and ran 1.1x slower.
+// chain (a standalone prototype, Zen 4, one thread) one batch ran 1.7-1.9x
+// and two 1.25-1.3x slower than four with AVX-512; eight spilled registers
+// and ran 1.1-1.2x slower. Built for AVX2, four was also the fastest (two
+// 1.9x, eight 1.3x slower).
 inline constexpr std::int64_t chain_unroll = 4;
 
 // A chain's op, where a row function is one: its index in register_ops
@@ -81,14 +83,13 @@ constexpr row_function register_row() {
 // in the list over float and double, the types a batch holds the result of.
 template <class Ops>
 register_code register_code_of(row_function row) {
-  using ops = Ops;
   static const auto table = []<std::size_t... K>(std::index_sequence<K...>) {
     return std::array<std::pair<row_function, register_code>, 2 * sizeof...(K)>{
-        std::pair{register_row<float, std::tuple_element_t<K, ops>>(),
+        std::pair{register_row<float, std::tuple_element_t<K, Ops>>(),
                   register_code{static_cast<std::uint8_t>(K + 1), sizeof(float)}}...,
-        std::pair{register_row<double, std::tuple_element_t<K, ops>>(),
+        std::pair{register_row<double, std::tuple_element_t<K, Ops>>(),
                   register_code{static_cast<std::uint8_t>(K + 1), sizeof(double)}}...};
-  }(std::make_index_sequence<std::tuple_size_v<ops>>{});
+  }(std::make_index_sequence<std::tuple_size_v<Ops>>{});
   for (const auto& [known, code] : table)
     if (known == row) return code;
   return {};
@@ -100,8 +101,8 @@ using chain_batches = std::array<simd::batch<T>, chain_unroll>;
 // Every loop over the unrolled batches is spelled out by a pack, so that
 // the batches stay in registers (a loop the compiler does not unroll
 // indexes them, which puts them in memory). The helpers are plain inline:
-// run_chain's flatten inlines them, and GCC 12 marked always_inline on them
-// leaves the ops' math (tanh) as calls, each spilling every live batch.
+// run_chain's flatten inlines them; with always_inline on them, GCC 12 left
+// the ops' math (tanh) as calls, each spilling every live batch.
 template <class F, std::size_t... U>
 inline void for_each_unrolled(F&& f, std::index_sequence<U...>) {
   (f(std::integral_constant<std::size_t, U>{}), ...);
@@ -113,7 +114,7 @@ inline void for_each_unrolled(F&& f) {
 
 template <class T, std::size_t K>
 inline void chain_operand(const chain_step& step, std::int64_t i, const chain_batches<T>& value,
-                                        chain_batches<T>& x) {
+                          chain_batches<T>& x) {
   constexpr std::int64_t w = static_cast<std::int64_t>(simd::batch<T>::size);
   if (step.from_previous >> K & 1) {
     x = value;
@@ -126,12 +127,12 @@ inline void chain_operand(const chain_step& step, std::int64_t i, const chain_ba
 
 template <class T, class Op, std::size_t... U>
 inline void apply_unrolled(const Op& op, const chain_batches<T>& a, chain_batches<T>& value,
-                                         std::index_sequence<U...>) {
+                           std::index_sequence<U...>) {
   ((value[U] = op(a[U])), ...);
 }
 template <class T, class Op, std::size_t... U>
 inline void apply_unrolled(const Op& op, const chain_batches<T>& a, const chain_batches<T>& b,
-                                         chain_batches<T>& value, std::index_sequence<U...>) {
+                           chain_batches<T>& value, std::index_sequence<U...>) {
   ((value[U] = op(a[U], b[U])), ...);
 }
 
@@ -151,6 +152,8 @@ inline void apply_register_op(const chain_step& step, std::int64_t i, chain_batc
   }
 }
 
+// The switch over the op: a fold of comparisons, which GCC compiles to a
+// jump table.
 template <class T, class Ops, std::size_t... K>
 inline void apply_chain_step(const chain_step& step, std::int64_t i, chain_batches<T>& value,
                              std::index_sequence<K...>) {
