@@ -84,12 +84,12 @@ TANDEM_LIBRARY_FUNCTION void capture_session::run_pending(const char* why) {
 
 TANDEM_LIBRARY_FUNCTION void capture_session::before_write(const storage& written) {
   if (running_) return;
-  for (const auto& v : values_)
-    if (v.get() == &written) return run_region("a pending value was accessed through a non-const tensor (data(), at())");
+  // What this session still has to compute is the open region's: its
+  // values and its reduction's result.
+  if (written.producer() == this)
+    return run_region("a pending value was accessed through a non-const tensor (data(), at())");
   for (const external& e : externals_)
     if (e.memory.get() == &written) return run_region("a tensor the region reads is accessed for writing");
-  if (reduction_result_.get() == &written)
-    return run_region("a pending value was accessed through a non-const tensor (data(), at())");
 }
 
 TANDEM_LIBRARY_FUNCTION std::shared_ptr<storage> capture_session::defer(const deferred_op& op,
