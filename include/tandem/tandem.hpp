@@ -24,6 +24,7 @@
 #include "tandem/graph/repeat.hpp"
 #include "tandem/graph/scan.hpp"
 #include "tandem/graph/static_graph.hpp"
+#include "tandem/kernels/cpu/dispatch.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 #include "tandem/nn/activation.hpp"
 #include "tandem/nn/conv.hpp"

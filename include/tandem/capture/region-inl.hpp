@@ -89,7 +89,7 @@ TANDEM_LIBRARY_FUNCTION region_plan plan_region(const region_key& key) {
   plan.external_slot.assign(key.externals.size(), region_plan::in_memory);
   plan.runs.assign(count, false);
   plan.chain_code.resize(count);
-  if (const chain_kernels* chains = installed_chain_kernels().load(std::memory_order_acquire))
+  if (const chain_kernels* chains = chain_kernels_in_use())
     for (std::size_t i = 0; i < count; ++i) plan.chain_code[i] = chains->code_of(key.ops[i].row);
 
   // Which ops run, from the last: a kept result, or one an op that runs reads.

@@ -65,6 +65,8 @@ struct chain_step {
   void* out;
 };
 
+inline namespace TANDEM_KERNEL_ISA {
+
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
 
 template <class Op, class T>
@@ -75,8 +77,8 @@ constexpr std::size_t arity_on() {
 
 template <class T, class Op>
 constexpr row_function register_row() {
-  if constexpr (arity_on<Op, T>() == 1) return row_function_for<T, T, Op, T*, T>();
-  else return row_function_for<T, T, Op, T*, T, T>();
+  if constexpr (arity_on<Op, T>() == 1) return native_row_function<T, T, Op, T*, T>();
+  else return native_row_function<T, T, Op, T*, T, T>();
 }
 
 // The chain op a row function runs, if any: the row functions of the ops
@@ -201,6 +203,8 @@ void run_chain_of(std::size_t, const chain_step*, std::size_t, std::int64_t) {}
 
 #endif
 
+}  // inline namespace TANDEM_KERNEL_ISA
+
 // The chain's two entries. Its kernels (every op of the list, unrolled, per
 // element type) are heavy to compile: a region reaches them through these
 // pointers, which capture() installs (capture/capture.hpp), so that only
@@ -211,22 +215,41 @@ struct chain_kernels {
   void (*run)(std::size_t element_size, const chain_step* steps, std::size_t count, std::int64_t n);
 };
 
+inline namespace TANDEM_KERNEL_ISA {
+
 template <class Ops = register_ops>
 const chain_kernels* chain_kernels_for() {
   static constexpr chain_kernels kernels{&register_code_of<Ops>, &run_chain_of<Ops>};
   return &kernels;
 }
 
+}  // inline namespace TANDEM_KERNEL_ISA
+
 inline std::atomic<const chain_kernels*>& installed_chain_kernels() {
   static std::atomic<const chain_kernels*> kernels{nullptr};
   return kernels;
 }
 
+// The chain kernels of the instruction set whose rows are dispatched
+// (kernels/cpu/dispatch.hpp): a chain recognizes its ops by their row
+// functions, so chains and rows must come from one build.
+inline constinit std::atomic<const chain_kernels*> dispatched_chain_kernels{nullptr};
+
+// The chain kernels a region runs, once capture() has installed its own.
+inline const chain_kernels* chain_kernels_in_use() {
+  const chain_kernels* installed = installed_chain_kernels().load(std::memory_order_acquire);
+  if (!installed) return nullptr;
+  const chain_kernels* dispatched = dispatched_chain_kernels.load(std::memory_order_acquire);
+  return dispatched ? dispatched : installed;
+}
+
 #if TANDEM_HEADER_ONLY
+inline namespace TANDEM_KERNEL_ISA {
 template <class Ops = register_ops>
 void install_chain_kernels() {
   installed_chain_kernels().store(chain_kernels_for<Ops>(), std::memory_order_release);
 }
+}  // inline namespace TANDEM_KERNEL_ISA
 #else
 // Compiled once into tandem::compiled (capture/session-inl.hpp), so that a
 // translation unit that captures and links the library compiles none of it.

@@ -355,7 +355,7 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
 
     // A plan has chain ops only where the chain's kernels are installed;
     // a first run goes op by op.
-    const chain_kernels* chains = installed_chain_kernels().load(std::memory_order_acquire);
+    const chain_kernels* chains = chain_kernels_in_use();
     const chain_segment each_alone{0, static_cast<std::uint32_t>(steps.size()), 0};
     const std::span<const chain_segment> segments =
         op_by_op || !chains ? std::span<const chain_segment>(&each_alone, 1) : std::span<const chain_segment>(plan.segments);

@@ -13,7 +13,9 @@
 #include "tandem/core/config.hpp"
 #include "tandem/kernels/cpu/simd.hpp"
 
-namespace tandem::detail::math {
+namespace tandem::detail {
+inline namespace TANDEM_KERNEL_ISA {
+namespace math {
 
 template <class T>
 concept number = std::is_arithmetic_v<T>;
@@ -224,4 +226,6 @@ xsimd::batch<T, A> minimum(const xsimd::batch<T, A>& a, const xsimd::batch<T, A>
 }
 #endif
 
-}  // namespace tandem::detail::math
+}  // namespace math
+}  // inline namespace TANDEM_KERNEL_ISA
+}  // namespace tandem::detail

@@ -41,6 +41,8 @@ struct conv_geometry {
   }
 };
 
+inline namespace TANDEM_KERNEL_ISA {
+
 // One image's columns: [rows(), out_h * out_w].
 template <class T>
 void im2col_image(const conv_geometry& g, const T* image, T* columns) {
@@ -91,10 +93,12 @@ void col2im_image(const conv_geometry& g, const T* columns, T* image) {
 // A buffer of the calling thread's, kept between calls.
 template <class T>
 T* conv_buffer(int which, std::int64_t size) {
-  thread_local std::vector<T, xsimd::aligned_allocator<T, 64>> buffers[2];
+  thread_local simd::buffer<T> buffers[2];
   buffers[which].resize(static_cast<std::size_t>(size));
   return buffers[which].data();
 }
+
+}  // inline namespace TANDEM_KERNEL_ISA
 
 // The layout every driver below shares: x [N, C, H, W], w [O, C / groups,
 // kh, kw], y [N, O, OH, OW], all contiguous.
@@ -106,6 +110,8 @@ struct conv_layout {
   std::int64_t depth() const { return g.rows() / groups; }  // a group's kernel size
   std::int64_t image_size() const { return g.channels * g.height * g.width; }
 };
+
+inline namespace TANDEM_KERNEL_ISA {
 
 // y = conv(x, w) (+ bias per output channel, where bias is not null).
 template <class T>
@@ -173,5 +179,7 @@ void conv2d_backward_kernel(const conv_layout& l, const T* dy, const T* x, T* dw
   for (std::int64_t chunk = 0; chunk < chunks; ++chunk)
     for (std::int64_t e = 0; e < size; ++e) dw[e] += partial[static_cast<std::size_t>(chunk * size + e)];
 }
+
+}  // inline namespace TANDEM_KERNEL_ISA
 
 }  // namespace tandem::detail

@@ -10,12 +10,14 @@
 // in the same pass (a fused backward writes every operand's gradient so).
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <tuple>
 #include <utility>
 
 #include "tandem/core/config.hpp"
 #include "tandem/core/shape.hpp"
+#include "tandem/kernels/cpu/isa.hpp"
 #include "tandem/kernels/cpu/simd.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
@@ -46,6 +48,8 @@ struct output_set {
   std::array<R*, M> data;
 };
 
+inline namespace TANDEM_KERNEL_ISA {
+
 template <class R>
 TANDEM_ALWAYS_INLINE R* shifted(R* out, std::int64_t by) {
   return out + by;
@@ -64,6 +68,8 @@ template <class R, std::size_t M, class V>
 TANDEM_ALWAYS_INLINE void put(const output_set<R, M>& out, std::int64_t at, const std::array<V, M>& value) {
   for (std::size_t k = 0; k < M; ++k) out.data[k][at] = static_cast<R>(value[k]);
 }
+
+}  // inline namespace TANDEM_KERNEL_ISA
 
 // The iteration space after merging axes: sizes[i] and, for each of the N
 // operands (the output first), its stride along axis i.
@@ -85,6 +91,8 @@ loop_space<N> merge_axes(const shape& extent, const std::array<const dims*, N>& 
   merge_axes_into(extent, strides.data(), N, space.sizes, space.strides.data());
   return space;
 }
+
+inline namespace TANDEM_KERNEL_ISA {
 
 template <class C, class Op, class Out, class... In, std::size_t... K>
 TANDEM_ALWAYS_INLINE void scalar_row(const Op& op, std::int64_t n, Out out, std::int64_t out_stride,
@@ -198,6 +206,8 @@ TANDEM_ALWAYS_INLINE void row_body(const Op& op, std::int64_t n, Out out, std::i
   }
 }
 
+}  // inline namespace TANDEM_KERNEL_ISA
+
 // Ops that are a whole fused group declare `static constexpr bool flatten =
 // true` and get their row flattened (TANDEM_FLATTEN, core/config.hpp). A
 // single eager op gains little from it, and flattening every eager op costs
@@ -253,6 +263,8 @@ struct typed_outputs<output_set<R, M>> {
   }
 };
 
+inline namespace TANDEM_KERNEL_ISA {
+
 template <class R, class C, class Op, class Out, class... In, std::size_t... K>
 TANDEM_ALWAYS_INLINE void typed_row(const void* op, std::int64_t n, void* const* out, std::int64_t out_at,
                                     std::int64_t out_stride, const void* const* in, const std::int64_t* in_at,
@@ -276,11 +288,34 @@ TANDEM_FLATTEN void flattened_row_of(const void* op, std::int64_t n, void* const
   typed_row<R, C, Op, Out, In...>(op, n, out, out_at, out_stride, in, in_at, in_stride, std::index_sequence_for<In...>{});
 }
 
+// This translation unit's own row function.
 template <class R, class C, class Op, class Out, class... In>
-constexpr row_function row_function_for() {
+constexpr row_function native_row_function() {
   if constexpr (op_wants_flattening<Op>()) return &flattened_row_of<R, C, Op, Out, In...>;
   else return &row_of<R, C, Op, Out, In...>;
 }
+
+}  // inline namespace TANDEM_KERNEL_ISA
+
+// The row function chosen at run time among tandem::compiled's builds for
+// several instruction sets (kernels/cpu/dispatch.hpp), for the ops those
+// builds hold; null for any other op, and until a choice is made.
+template <class R, class C, class Op, class Out, class... In>
+inline constinit std::atomic<row_function> dispatched_row{nullptr};
+
+inline namespace TANDEM_KERNEL_ISA {
+
+// The row function a loop runs: the dispatched one where there is one. A
+// header-only program has only its own.
+template <class R, class C, class Op, class Out, class... In>
+TANDEM_ALWAYS_INLINE row_function row_function_for() {
+#if !TANDEM_HEADER_ONLY
+  if (const row_function chosen = dispatched_row<R, C, Op, Out, In...>.load(std::memory_order_relaxed)) return chosen;
+#endif
+  return native_row_function<R, C, Op, Out, In...>();
+}
+
+}  // inline namespace TANDEM_KERNEL_ISA
 
 // The loops, compiled once: contiguous operands over n elements (input
 // strides 0 or 1); positions [begin, end) of a merged space whose operand 0
@@ -297,6 +332,8 @@ struct flat_operand {
   const T* data;
   std::int64_t stride;
 };
+
+inline namespace TANDEM_KERNEL_ISA {
 
 template <class R, class C, class Op, class Out, class... In>
 void elementwise_flat(const Op& op, std::int64_t n, Out out, const flat_operand<In>&... in) {
@@ -330,6 +367,8 @@ void elementwise(const Op& op, const shape& extent, Out out, const dims& out_str
   run_strided({row_function_for<R, C, Op, Out, In...>(), &op, outs.data(), bases.data(), sizeof...(In)}, extent,
               strides.data());
 }
+
+}  // inline namespace TANDEM_KERNEL_ISA
 
 }  // namespace tandem::detail
 

@@ -15,11 +15,13 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
 #include "tandem/core/config.hpp"
 #include "tandem/detail/math.hpp"
+#include "tandem/kernels/cpu/isa.hpp"
 #include "tandem/kernels/cpu/simd.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
@@ -32,6 +34,8 @@ struct strided_matrix {
   std::int64_t row_stride, col_stride;
   const T& operator()(std::int64_t i, std::int64_t j) const { return data[i * row_stride + j * col_stride]; }
 };
+
+inline namespace TANDEM_KERNEL_ISA {
 
 template <class T>
 struct gemm_shape {
@@ -49,6 +53,8 @@ struct gemm_shape {
   static constexpr std::int64_t nc = nr * 128;
 };
 
+}  // inline namespace TANDEM_KERNEL_ISA
+
 // What an epilogue is called with: rows [row, row + rows) and columns
 // [col, col + cols) of C are final.
 struct gemm_block {
@@ -58,6 +64,8 @@ struct gemm_block {
 struct no_epilogue {
   void operator()(const gemm_block&) const {}
 };
+
+inline namespace TANDEM_KERNEL_ISA {
 
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
 // Where the micro-kernel reads A: a packed panel (element (i, k) at
@@ -164,8 +172,8 @@ TANDEM_ALWAYS_INLINE void pack_panel(const strided_matrix<T>& m, std::int64_t ro
 inline constexpr std::int64_t in_place_a_panels = 2;
 
 template <class T>
-std::vector<T, xsimd::aligned_allocator<T, 64>>& packing_buffer(int which) {
-  thread_local std::vector<T, xsimd::aligned_allocator<T, 64>> buffers[2];
+simd::buffer<T>& packing_buffer(int which) {
+  thread_local simd::buffer<T> buffers[2];
   return buffers[which];
 }
 
@@ -255,9 +263,10 @@ void gemm_reference(std::int64_t m, std::int64_t n, std::int64_t k, strided_matr
                });
 }
 
+// This translation unit's own product.
 template <class T, class Epilogue = no_epilogue>
-void gemm(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a, strided_matrix<T> b, T* c,
-          std::int64_t ldc, const Epilogue& epilogue = {}) {
+void native_gemm(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a, strided_matrix<T> b, T* c,
+                 std::int64_t ldc, const Epilogue& epilogue = {}) {
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
   if constexpr (std::is_floating_point_v<T> && simd::supported<T>) {
     gemm_packed(m, n, k, a, b, c, ldc, epilogue);
@@ -266,5 +275,41 @@ void gemm(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a, s
 #endif
   gemm_reference(m, n, k, a, b, c, ldc, epilogue);
 }
+
+template <class T>
+void native_gemm_without_epilogue(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a,
+                                  strided_matrix<T> b, T* c, std::int64_t ldc) {
+  native_gemm(m, n, k, a, b, c, ldc, no_epilogue{});
+}
+
+}  // inline namespace TANDEM_KERNEL_ISA
+
+// The product without an epilogue chosen at run time among tandem::compiled's
+// builds for several instruction sets (kernels/cpu/dispatch.hpp); null until
+// a choice is made. A product with an epilogue (a static graph's) is the
+// graph's own code and runs as compiled.
+template <class T>
+using gemm_function = void (*)(std::int64_t, std::int64_t, std::int64_t, strided_matrix<T>, strided_matrix<T>, T*,
+                               std::int64_t);
+template <class T>
+inline constinit std::atomic<gemm_function<T>> dispatched_gemm{nullptr};
+
+inline namespace TANDEM_KERNEL_ISA {
+
+template <class T, class Epilogue = no_epilogue>
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a, strided_matrix<T> b, T* c,
+          std::int64_t ldc, const Epilogue& epilogue = {}) {
+#if !TANDEM_HEADER_ONLY
+  if constexpr (std::is_same_v<Epilogue, no_epilogue>) {
+    if (const gemm_function<T> chosen = dispatched_gemm<T>.load(std::memory_order_relaxed)) {
+      chosen(m, n, k, a, b, c, ldc);
+      return;
+    }
+  }
+#endif
+  native_gemm(m, n, k, a, b, c, ldc, epilogue);
+}
+
+}  // inline namespace TANDEM_KERNEL_ISA
 
 }  // namespace tandem::detail

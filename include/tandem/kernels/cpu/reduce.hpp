@@ -20,6 +20,8 @@
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
 namespace tandem::detail {
+inline namespace TANDEM_KERNEL_ISA {
+
 
 inline constexpr std::int64_t reduce_block = 16384;
 
@@ -276,5 +278,7 @@ void arg_extreme_rows(const T* input, std::int64_t rows, std::int64_t length, st
     out[k] = best;
   }
 }
+
+}  // inline namespace TANDEM_KERNEL_ISA
 
 }  // namespace tandem::detail

@@ -5,15 +5,38 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <type_traits>
+#include <vector>
 
 #include "tandem/core/config.hpp"
+#include "tandem/kernels/cpu/isa.hpp"
 
 #if !defined(__CUDA_ARCH__)
 #include <xsimd/xsimd.hpp>
 #endif
 
-namespace tandem::detail::simd {
+namespace tandem::detail {
+inline namespace TANDEM_KERNEL_ISA {
+namespace simd {
+
+// Memory for a kernel's packed or unfolded operands, 64-byte aligned. A
+// type of the build's namespace, so that a vector of it is the build's own
+// (kernels/cpu/isa.hpp): std::vector<T, xsimd::aligned_allocator<T, 64>>
+// would be one symbol for every build.
+template <class T>
+struct buffer_allocator {
+  using value_type = T;
+  buffer_allocator() = default;
+  template <class U>
+  buffer_allocator(const buffer_allocator<U>&) noexcept {}
+  T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64})); }
+  void deallocate(T* p, std::size_t n) noexcept { ::operator delete(p, n * sizeof(T), std::align_val_t{64}); }
+  friend bool operator==(const buffer_allocator&, const buffer_allocator&) { return true; }
+};
+
+template <class T>
+using buffer = std::vector<T, buffer_allocator<T>>;
 
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
 template <class T>
@@ -49,4 +72,6 @@ template <class T>
 inline constexpr std::size_t width = 1;
 #endif
 
-}  // namespace tandem::detail::simd
+}  // namespace simd
+}  // inline namespace TANDEM_KERNEL_ISA
+}  // namespace tandem::detail

@@ -15,6 +15,8 @@
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
 namespace tandem::detail {
+inline namespace TANDEM_KERNEL_ISA {
+
 
 struct row_max {
   template <class A> static constexpr A identity() { return -std::numeric_limits<A>::infinity(); }
@@ -109,5 +111,7 @@ void softmax_rows(const T* in, std::int64_t rows, std::int64_t n, T* out) {
     }
   });
 }
+
+}  // inline namespace TANDEM_KERNEL_ISA
 
 }  // namespace tandem::detail

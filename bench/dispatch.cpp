@@ -1,0 +1,83 @@
+// The kernel builds chosen at run time (kernels/cpu/dispatch.hpp), side by
+// side in one run: each workload on the program's own kernels (`own`: what
+// its -march compiles) and on every build the library holds that the CPU
+// runs. Built for plain x86-64 (the `baseline` preset), `own` is SSE2 and
+// the builds show what dispatch gives a binary built once for every x86:
+//
+//   cmake --preset baseline && cmake --build --preset baseline --target bench_dispatch
+//   ./build/baseline/bench/bench_dispatch --benchmark_min_time=0.3
+//
+// Workloads, one thread: the 8-op chain with tanh eager (dispatched rows)
+// and captured (dispatched register chains) on 16K floats (in cache) and 1M
+// (eager ops then wait on memory), and SGEMM on the MLP's 128 x 784 x 256.
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "chain.hpp"
+
+using namespace tandem;
+
+namespace {
+
+void chain_eager(benchmark::State& state, instruction_set level) {
+  set_num_threads(1);
+  set_kernel_instruction_set(level);
+  const std::int64_t chain_size = state.range(0);
+  const tensor<float> x = bench::input(chain_size, 1);
+  auto tanh_of = [](const tensor<float>& v) { return tandem::tanh(v); };
+  for (auto _ : state) benchmark::DoNotOptimize(bench::tanh_chain(x, tanh_of).data());
+  state.SetBytesProcessed(state.iterations() * chain_size * 2 * static_cast<std::int64_t>(sizeof(float)));
+  set_num_threads(0);
+}
+
+void chain_capture(benchmark::State& state, instruction_set level) {
+  set_num_threads(1);
+  set_kernel_instruction_set(level);
+  const std::int64_t chain_size = state.range(0);
+  const tensor<float> x = bench::input(chain_size, 1);
+  auto captured = capture([](const tensor<float>& v) {
+    return bench::tanh_chain(v, [](const tensor<float>& d) { return tandem::tanh(d); });
+  });
+  for (auto _ : state) benchmark::DoNotOptimize(captured(x).data());
+  state.SetBytesProcessed(state.iterations() * chain_size * 2 * static_cast<std::int64_t>(sizeof(float)));
+  set_num_threads(0);
+}
+
+void sgemm(benchmark::State& state, instruction_set level) {
+  set_num_threads(1);
+  set_kernel_instruction_set(level);
+  generator gen(2);
+  const tensor<float> a = uniform({128, 784}, -1, 1, gen), b = uniform({784, 256}, -1, 1, gen);
+  for (auto _ : state) benchmark::DoNotOptimize(matmul(a, b).data());
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * 128 * 784 * 256, benchmark::Counter::kIsIterationInvariantRate);
+  set_num_threads(0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const instruction_set at_load = kernel_instruction_set();
+  std::vector<std::pair<std::string, instruction_set>> levels{
+      {"own_" + std::string(to_string(compiled_instruction_set)), instruction_set::generic}};
+  for (instruction_set level : kernel_builds())
+    if (level <= cpu_instruction_set()) levels.emplace_back(std::string(to_string(level)), level);
+  for (const auto& [name, level] : levels) {
+    benchmark::RegisterBenchmark(("chain_eager/" + name).c_str(), chain_eager, level)
+        ->Arg(1 << 14)
+        ->Arg(1 << 20)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("chain_capture/" + name).c_str(), chain_capture, level)
+        ->Arg(1 << 14)
+        ->Arg(1 << 20)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("sgemm_128x784x256/" + name).c_str(), sgemm, level)->UseRealTime();
+  }
+  benchmark::AddCustomContext("cpu_instruction_set", std::string(to_string(cpu_instruction_set())));
+  benchmark::AddCustomContext("compiled_for", std::string(to_string(compiled_instruction_set)));
+  benchmark::AddCustomContext("chosen_at_load", std::string(to_string(at_load)));
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+}

@@ -1,0 +1,87 @@
+#pragma once
+// One instruction set's build of the kernels tandem::compiled chooses among
+// at run time (kernels/cpu/dispatch.hpp). Each src/kernels_<level>.cpp
+// includes this header once, compiled with that level's flags: the kernels
+// it instantiates live in the level's namespace (kernels/cpu/isa.hpp), and
+// its installer points the dispatch slots at them or clears them.
+//
+// The rows are those of the elementwise ops compiled/eager.hpp compiles
+// (TANDEM_COMPILED_EAGER_OPS), in the operand types their eager entry points
+// run: an op missing here runs the program's own build, correctly.
+
+// xsimd's sine and cosine reduce large arguments with two scalar functions
+// that are plain inline functions: one symbol in every unit that uses them,
+// of which the linker keeps any copy, this build's AVX-512 code included.
+// Renamed before xsimd is read, this build's copies are its own.
+// (tests/compiled/kernel_build_symbols checks that a build defines nothing
+// another unit could take.)
+#define TANDEM_KERNEL_PASTE_EXPANDED(a, b) a##b
+#define TANDEM_KERNEL_PASTE(a, b) TANDEM_KERNEL_PASTE_EXPANDED(a, b)
+#define __ieee754_rem_pio2 TANDEM_KERNEL_PASTE(ieee754_rem_pio2_, TANDEM_KERNEL_ISA)
+#define __kernel_rem_pio2 TANDEM_KERNEL_PASTE(kernel_rem_pio2_, TANDEM_KERNEL_ISA)
+
+#include <atomic>
+
+#include "tandem/capture/register_chain.hpp"
+#include "tandem/kernels/cpu/elementwise.hpp"
+#include "tandem/kernels/cpu/gemm.hpp"
+#include "tandem/ops/elementwise/activation.hpp"
+#include "tandem/ops/elementwise/arithmetic.hpp"
+#include "tandem/ops/elementwise/compare.hpp"
+#include "tandem/ops/elementwise/math.hpp"
+
+// install_kernels_isa_avx2 and so on: the one name the dispatcher calls.
+#define TANDEM_KERNEL_INSTALLER TANDEM_KERNEL_PASTE(install_kernels_, TANDEM_KERNEL_ISA)
+
+namespace tandem::detail {
+inline namespace TANDEM_KERNEL_ISA {
+
+template <class R, class C, class Op, class... In>
+void install_typed_row(bool clear) {
+  dispatched_row<R, C, Op, R*, In...>.store(clear ? nullptr : native_row_function<R, C, Op, R*, In...>(),
+                                            std::memory_order_relaxed);
+}
+
+template <class Op, class... In>
+void install_row(bool clear) {
+  install_typed_row<typename Op::template result<In...>, typename Op::template compute<In...>, Op, In...>(clear);
+}
+
+template <class T, class... Op>
+void install_unary_rows(bool clear) {
+  (install_row<Op, T>(clear), ...);
+}
+
+template <class T, class... Op>
+void install_binary_rows(bool clear) {
+  (install_row<Op, T, T>(clear), ...);
+}
+
+template <class T>
+void install_rows(bool clear) {
+  install_typed_row<T, T, identity_op, T>(clear);
+  install_unary_rows<T, neg_op, abs_op, sign_op, square_op, exp_op, log_op, log1p_op, expm1_op, sqrt_op,
+                     rsqrt_op, sin_op, cos_op, erf_op, erfc_op, tanh_op, sigmoid_op, relu_op, gelu_op, softplus_op,
+                     isnan_op, isinf_op, isfinite_op>(clear);
+  install_binary_rows<T, add_op, sub_op, mul_op, div_op, pow_op, maximum_op, minimum_op, eq_op, ne_op, lt_op, le_op,
+                      gt_op, ge_op, relu_backward_op>(clear);
+  install_row<where_op, bool, T, T>(clear);
+  install_row<clamp_op, T, T, T>(clear);
+}
+
+template <class T>
+void install_gemm(bool clear) {
+  dispatched_gemm<T>.store(clear ? nullptr : &native_gemm_without_epilogue<T>, std::memory_order_relaxed);
+}
+
+}  // inline namespace TANDEM_KERNEL_ISA
+
+void TANDEM_KERNEL_INSTALLER(bool clear) {
+  install_rows<float>(clear);
+  install_rows<double>(clear);
+  install_gemm<float>(clear);
+  install_gemm<double>(clear);
+  dispatched_chain_kernels.store(clear ? nullptr : chain_kernels_for(), std::memory_order_release);
+}
+
+}  // namespace tandem::detail

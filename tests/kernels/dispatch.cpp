@@ -1,0 +1,173 @@
+// The run-time choice among kernel builds (kernels/cpu/dispatch.hpp): at
+// load the highest build the CPU runs is chosen, whatever the flags the
+// program was compiled with; every build computes what the double-precision
+// reference computes, the exactly rounded ops bit for bit alike, and capture's
+// register chains the same bits as that build's rows.
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "support/check.hpp"
+
+using namespace tandem;
+
+namespace {
+
+// The levels a test can run here: each build the library holds that this
+// CPU supports.
+std::vector<instruction_set> runnable_levels() {
+  std::vector<instruction_set> levels;
+  for (instruction_set level : kernel_builds())
+    if (level <= cpu_instruction_set()) levels.push_back(level);
+  return levels;
+}
+
+// Puts the kernels chosen at load back when a test case ends.
+struct kernels_restored {
+  instruction_set at_start = kernel_instruction_set();
+  ~kernels_restored() { set_kernel_instruction_set(at_start); }
+};
+
+instruction_set ceiling_in_environment() {
+  instruction_set ceiling = instruction_set::avx512;
+  if (const char* value = std::getenv("TANDEM_ISA")) instruction_set_named(value, ceiling);
+  return ceiling;
+}
+
+}  // namespace
+
+TEST_CASE("instruction sets are named as TANDEM_ISA spells them") {
+  for (instruction_set level : {instruction_set::generic, instruction_set::sse2, instruction_set::sse4_2,
+                                instruction_set::avx2, instruction_set::avx512}) {
+    instruction_set named = instruction_set::generic;
+    CHECK(instruction_set_named(to_string(level), named));
+    CHECK(named == level);
+  }
+  instruction_set unchanged = instruction_set::avx2;
+  CHECK_FALSE(instruction_set_named("avx3", unchanged));
+  CHECK(unchanged == instruction_set::avx2);
+}
+
+TEST_CASE("at load, the highest kernels the CPU runs under TANDEM_ISA's ceiling are chosen") {
+  const instruction_set limit = std::min(ceiling_in_environment(), cpu_instruction_set());
+  instruction_set expected = compiled_instruction_set <= limit ? compiled_instruction_set : instruction_set::generic;
+  bool build_fits = false;
+  for (instruction_set level : kernel_builds())
+    if (level <= limit) {
+      expected = std::max(expected, level);
+      build_fits = true;
+    }
+  if (!build_fits) expected = compiled_instruction_set;
+  INFO("cpu ", to_string(cpu_instruction_set()), ", compiled for ", to_string(compiled_instruction_set),
+       ", running ", to_string(kernel_instruction_set()));
+  CHECK(kernel_instruction_set() == expected);
+  CHECK(kernel_instruction_set() <= std::max(limit, compiled_instruction_set));
+#if defined(__x86_64__) && defined(TANDEM_COMPILED_LIBRARY) && (defined(__GNUC__) || defined(__clang__))
+  // What dispatch is for: a program compiled for less runs the CPU's best.
+  if (!kernel_builds().empty() && limit >= instruction_set::avx2) CHECK(kernel_instruction_set() >= instruction_set::avx2);
+#endif
+}
+
+TEST_CASE("a ceiling below every build runs the program's own kernels") {
+  kernels_restored restore;
+  CHECK(set_kernel_instruction_set(instruction_set::generic) == compiled_instruction_set);
+  CHECK(kernel_instruction_set() == compiled_instruction_set);
+}
+
+TEST_CASE("every build computes elementwise ops as the reference does, the exact ones bit for bit alike") {
+  kernels_restored restore;
+  for (std::int64_t n : test::tail_sizes) {
+    const tensor<float> x = test::random_tensor<float>({n}, -2, 2, 1);
+    const tensor<float> y = test::random_tensor<float>({n}, 0.5, 2, 2);
+    set_kernel_instruction_set(restore.at_start);
+    const tensor<float> exact_here = (x * y + x) / y - sqrt(y);
+    std::vector<double> exact(static_cast<std::size_t>(n)), smooth(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double a = x.data()[i], b = y.data()[i];
+      exact[static_cast<std::size_t>(i)] = (a * b + a) / b - std::sqrt(b);
+      smooth[static_cast<std::size_t>(i)] = std::tanh(a * b) + 1 / (1 + std::exp(-a)) + std::exp(b) * (a > b ? 1 : 0);
+    }
+    for (instruction_set level : runnable_levels()) {
+      INFO("build ", to_string(level), ", n = ", n);
+      REQUIRE(set_kernel_instruction_set(level) == level);
+      const tensor<float> exact_there = (x * y + x) / y - sqrt(y);
+      test::check_values(exact_there, {n}, exact, "exact ops");
+      CHECK(std::equal(exact_there.data(), exact_there.data() + n, exact_here.data()));
+      const tensor<float> smooth_there = tanh(x * y) + sigmoid(x) + where(x > y, exp(y), 0.0f);
+      test::check_values(smooth_there, {n}, smooth, "tanh, sigmoid, exp, where");
+    }
+  }
+}
+
+TEST_CASE("every build runs broadcast and strided operands") {
+  kernels_restored restore;
+  const tensor<double> base = test::random_tensor<double>({17, 33}, -1, 1, 3);
+  const tensor<double> row = test::random_tensor<double>({33}, -1, 1, 4);
+  for (instruction_set level : runnable_levels()) {
+    REQUIRE(set_kernel_instruction_set(level) == level);
+    for (const auto& [layout, x] : test::layouts(base)) {
+      INFO("build ", to_string(level), ", ", layout);
+      const tensor<double> got = exp(x) * row - maximum(x, row);
+      std::vector<double> want;
+      test::for_each_index(got.shape(), [&](const std::vector<std::int64_t>& at) {
+        const double a = test::at_broadcast(x, at), b = row.data()[at[1]];
+        want.push_back(std::exp(a) * b - std::max(a, b));
+      });
+      test::check_values(got, {17, 33}, want, layout);
+    }
+  }
+}
+
+TEST_CASE("every build multiplies matrices as the reference does; AVX2 and AVX-512 bit for bit alike") {
+  kernels_restored restore;
+  struct product_shape {
+    std::int64_t m, k, n;
+  };
+  for (const product_shape s : {product_shape{1, 1, 1}, product_shape{7, 17, 33}, product_shape{128, 256, 10},
+                                product_shape{65, 300, 129}}) {
+    const tensor<float> a = test::random_tensor<float>({s.m, s.k}, -1, 1, 5);
+    const tensor<float> b = test::random_tensor<float>({s.k, s.n}, -1, 1, 6);
+    std::vector<double> want(static_cast<std::size_t>(s.m * s.n), 0.0);
+    for (std::int64_t i = 0; i < s.m; ++i)
+      for (std::int64_t p = 0; p < s.k; ++p)
+        for (std::int64_t j = 0; j < s.n; ++j)
+          want[static_cast<std::size_t>(i * s.n + j)] += double(a.data()[i * s.k + p]) * b.data()[p * s.n + j];
+    std::vector<std::pair<instruction_set, tensor<float>>> products;
+    for (instruction_set level : runnable_levels()) {
+      INFO("build ", to_string(level), ", ", s.m, "x", s.k, "x", s.n);
+      REQUIRE(set_kernel_instruction_set(level) == level);
+      const tensor<float> c = matmul(a, b);
+      REQUIRE(c.shape() == shape{s.m, s.n});
+      for (std::int64_t i = 0; i < c.numel(); ++i)
+        REQUIRE(test::close(c.data()[i], want[static_cast<std::size_t>(i)], 1e-5, 1e-5 * static_cast<double>(s.k)));
+      products.emplace_back(level, c);
+    }
+    std::vector<const tensor<float>*> fused_multiply_add;
+    for (const auto& [level, c] : products)
+      if (level >= instruction_set::avx2) fused_multiply_add.push_back(&c);
+    for (const tensor<float>* c : fused_multiply_add)
+      CHECK(std::equal(c->data(), c->data() + c->numel(), fused_multiply_add.front()->data()));
+  }
+}
+
+TEST_CASE("capture's register chains compute each build's bits") {
+  kernels_restored restore;
+  const tensor<float> x = test::random_tensor<float>({20000}, -2, 2, 7);
+  const tensor<float> y = test::random_tensor<float>({20000}, 0.5, 2, 8);
+  auto chain = [](const tensor<float>& a, const tensor<float>& b) {
+    tensor<float> c = a * b + a;
+    return tanh(c) * b - exp(sqrt(b)) / b;
+  };
+  auto captured = capture(chain);
+  for (instruction_set level : runnable_levels()) {
+    INFO("build ", to_string(level));
+    REQUIRE(set_kernel_instruction_set(level) == level);
+    const tensor<float> eager = chain(x, y);
+    for (int call = 0; call < 2; ++call) {
+      const tensor<float> replayed = captured(x, y);
+      CHECK(std::equal(replayed.data(), replayed.data() + replayed.numel(), eager.data()));
+    }
+  }
+  CHECK(captured.statistics().ops_chained > 0);
+}
