@@ -9,7 +9,8 @@
 //
 // Workloads, one thread: the 8-op chain with tanh eager (dispatched rows)
 // and captured (dispatched register chains) on 16K floats (in cache) and 1M
-// (eager ops then wait on memory), and SGEMM on the MLP's 128 x 784 x 256.
+// (eager ops then wait on memory), SGEMM on the MLP's 128 x 784 x 256,
+// softmax over 128 rows of 1000 and sums of 64 rows of 4096, in cache.
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -55,6 +56,26 @@ void sgemm(benchmark::State& state, instruction_set level) {
   set_num_threads(0);
 }
 
+void softmax_rows(benchmark::State& state, instruction_set level) {
+  set_num_threads(1);
+  set_kernel_instruction_set(level);
+  generator gen(3);
+  const tensor<float> logits = uniform({128, 1000}, -4, 4, gen);
+  for (auto _ : state) benchmark::DoNotOptimize(softmax(logits, 1).data());
+  state.SetBytesProcessed(state.iterations() * logits.numel() * 2 * static_cast<std::int64_t>(sizeof(float)));
+  set_num_threads(0);
+}
+
+void sum_rows(benchmark::State& state, instruction_set level) {
+  set_num_threads(1);
+  set_kernel_instruction_set(level);
+  generator gen(4);
+  const tensor<float> x = uniform({64, 4096}, -1, 1, gen);
+  for (auto _ : state) benchmark::DoNotOptimize(sum(x, axes{1}).data());
+  state.SetBytesProcessed(state.iterations() * x.numel() * static_cast<std::int64_t>(sizeof(float)));
+  set_num_threads(0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -73,6 +94,8 @@ int main(int argc, char** argv) {
         ->Arg(1 << 20)
         ->UseRealTime();
     benchmark::RegisterBenchmark(("sgemm_128x784x256/" + name).c_str(), sgemm, level)->UseRealTime();
+    benchmark::RegisterBenchmark(("softmax_128x1000/" + name).c_str(), softmax_rows, level)->UseRealTime();
+    benchmark::RegisterBenchmark(("sum_rows_64x4096/" + name).c_str(), sum_rows, level)->UseRealTime();
   }
   benchmark::AddCustomContext("cpu_instruction_set", std::string(to_string(cpu_instruction_set())));
   benchmark::AddCustomContext("compiled_for", std::string(to_string(compiled_instruction_set)));

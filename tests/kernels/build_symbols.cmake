@@ -4,7 +4,9 @@
 # in every unit that uses it, and the linker keeps any one copy, so AVX-512
 # code could run where only SSE is. A build's functions are named in its
 # namespace (tandem::detail::isa_<level>) or on xsimd's batch type of its
-# architecture. Run as cmake -DNM=nm -DARCHIVE=libtandem_compiled.a -P.
+# architecture. Nor may a build run code at load (a static initializer):
+# it would run AVX-512 instructions before dispatch asks the CPU. Run as
+# cmake -DNM=nm -DARCHIVE=libtandem_compiled.a -P.
 
 execute_process(COMMAND ${NM} -C --defined-only ${ARCHIVE} OUTPUT_VARIABLE listing RESULT_VARIABLE status)
 if(NOT status EQUAL 0)
@@ -26,6 +28,8 @@ foreach(line IN LISTS lines)
     math(EXPR builds_seen "${builds_seen} + 1")
   elseif(line MATCHES "^[^ ]+\\.o:$")
     set(level "")
+  elseif(level AND line MATCHES "^[0-9a-f]* [tT] (_GLOBAL__sub_I.*)$")
+    list(APPEND offenders "${level}: ${CMAKE_MATCH_1} (code run at load, before the CPU is asked)")
   elseif(level AND line MATCHES "^[0-9a-f]* [Ww] (.*)$")
     set(symbol "${CMAKE_MATCH_1}")
     string(FIND "${symbol}" "isa_${level}" in_namespace)

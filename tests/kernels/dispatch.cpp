@@ -1,8 +1,9 @@
 // The run-time choice among kernel builds (kernels/cpu/dispatch.hpp): at
 // load the highest build the CPU runs is chosen, whatever the flags the
 // program was compiled with; every build computes what the double-precision
-// reference computes, the exactly rounded ops bit for bit alike, and capture's
-// register chains the same bits as that build's rows.
+// reference computes (elementwise ops, products, reductions over rows and
+// columns, softmax, batch moments), the exactly rounded ops bit for bit
+// alike, and capture's register chains the same bits as that build's rows.
 
 #include <algorithm>
 #include <cstdlib>
@@ -73,6 +74,31 @@ TEST_CASE("a ceiling below every build runs the program's own kernels") {
   kernels_restored restore;
   CHECK(set_kernel_instruction_set(instruction_set::generic) == compiled_instruction_set);
   CHECK(kernel_instruction_set() == compiled_instruction_set);
+}
+
+TEST_CASE("a build that runs fills the dispatch slots of its kernels; the program's own leave them empty") {
+  kernels_restored restore;
+  auto filled = [] {
+    using namespace tandem::detail;
+    return std::vector<bool>{dispatched_row<float, float, add_op, float*, float, float>.load() != nullptr,
+                             dispatched_row<double, double, tanh_op, double*, double>.load() != nullptr,
+                             dispatched_gemm<float>.load() != nullptr,
+                             dispatched_reduce_span<sum_reducer, float, float>.load() != nullptr,
+                             dispatched_combine_into<max_reducer, double, double>.load() != nullptr,
+                             dispatched_softmax_rows<true, float>.load() != nullptr,
+                             dispatched_middle_moments<double>.load() != nullptr,
+                             dispatched_chain_kernels.load() != nullptr};
+  };
+  set_kernel_instruction_set(instruction_set::generic);
+  CHECK(filled() == std::vector<bool>(8, false));
+  for (instruction_set level : runnable_levels()) {
+    INFO("build ", to_string(level));
+    set_kernel_instruction_set(level);
+    // Every build runs but the one at the program's own level: there the
+    // program's own kernels run.
+    const bool build_runs = level != compiled_instruction_set;
+    CHECK(filled() == std::vector<bool>(8, build_runs));
+  }
 }
 
 TEST_CASE("every build computes elementwise ops as the reference does, the exact ones bit for bit alike") {
@@ -148,6 +174,56 @@ TEST_CASE("every build multiplies matrices as the reference does; AVX2 and AVX-5
       if (level >= instruction_set::avx2) fused_multiply_add.push_back(&c);
     for (const tensor<float>* c : fused_multiply_add)
       CHECK(std::equal(c->data(), c->data() + c->numel(), fused_multiply_add.front()->data()));
+  }
+}
+
+TEST_CASE("every build reduces, normalizes and takes batch moments as the reference does") {
+  kernels_restored restore;
+  const tensor<double> long_row = test::random_tensor<double>({1000003}, -1, 1, 9);
+  const tensor<float> table = test::random_tensor<float>({129, 1001}, -3, 3, 10);
+  const tensor<double> images = test::random_tensor<double>({4, 3, 5, 7}, -1, 1, 11);
+  double long_sum = 0;
+  for (std::int64_t i = 0; i < long_row.numel(); ++i) long_sum += long_row.data()[i];
+  for (instruction_set level : runnable_levels()) {
+    INFO("build ", to_string(level));
+    REQUIRE(set_kernel_instruction_set(level) == level);
+    CHECK(test::close(sum(long_row).item(), long_sum, 1e-12, 1e-9));
+    const tensor<float> row_max = max(table, axes{1}), column_sum = sum(table, axes{0});
+    const tensor<float> row_mean = mean(table, axes{1});
+    const tensor<float> probabilities = softmax(table, 1), log_probabilities = log_softmax(table, 1);
+    for (std::int64_t r = 0; r < 129; ++r) {
+      double peak = -1e300, total = 0, normaliser = 0;
+      for (std::int64_t c = 0; c < 1001; ++c) {
+        peak = std::max(peak, double(table.data()[r * 1001 + c]));
+        total += table.data()[r * 1001 + c];
+      }
+      for (std::int64_t c = 0; c < 1001; ++c) normaliser += std::exp(double(table.data()[r * 1001 + c]) - peak);
+      CHECK(row_max.data()[r] == float(peak));
+      CHECK(test::close(row_mean.data()[r], total / 1001, 1e-5, 1e-6));
+      for (std::int64_t c : {std::int64_t{0}, std::int64_t{500}, std::int64_t{1000}}) {
+        const double centred = double(table.data()[r * 1001 + c]) - peak;
+        REQUIRE(test::close(probabilities.data()[r * 1001 + c], std::exp(centred) / normaliser, 1e-5, 1e-7));
+        REQUIRE(test::close(log_probabilities.data()[r * 1001 + c], centred - std::log(normaliser), 1e-5, 1e-5));
+      }
+    }
+    for (std::int64_t c = 0; c < 1001; ++c) {
+      double total = 0;
+      for (std::int64_t r = 0; r < 129; ++r) total += table.data()[r * 1001 + c];
+      REQUIRE(test::close(column_sum.data()[c], total, 1e-5, 1e-4));
+    }
+    tensor<double> centre;
+    const tensor<double> variance = batch_variance(images, &centre);
+    for (std::int64_t channel = 0; channel < 3; ++channel) {
+      double total = 0, squares = 0;
+      for (std::int64_t n = 0; n < 4; ++n)
+        for (std::int64_t p = 0; p < 35; ++p) total += images.data()[(n * 3 + channel) * 35 + p];
+      const double mean_value = total / 140;
+      for (std::int64_t n = 0; n < 4; ++n)
+        for (std::int64_t p = 0; p < 35; ++p)
+          squares += std::pow(images.data()[(n * 3 + channel) * 35 + p] - mean_value, 2);
+      CHECK(test::close(centre.data()[channel], mean_value, 1e-13, 1e-14));
+      CHECK(test::close(variance.data()[channel], squares / 140, 1e-13, 1e-14));
+    }
   }
 }
 

@@ -3,7 +3,9 @@
 // at run time (kernels/cpu/dispatch.hpp). Each src/kernels_<level>.cpp
 // includes this header once, compiled with that level's flags: the kernels
 // it instantiates live in the level's namespace (kernels/cpu/isa.hpp), and
-// its installer points the dispatch slots at them or clears them.
+// its installer points the dispatch slots at them or clears them: the rows
+// of the elementwise ops, the matrix product, the reductions' inner loops,
+// softmax, batch normalization's moments and capture's register chains.
 //
 // The rows are those of the elementwise ops compiled/eager.hpp compiles
 // (TANDEM_COMPILED_EAGER_OPS), in the operand types their eager entry points
@@ -25,10 +27,13 @@
 #include "tandem/capture/register_chain.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
 #include "tandem/kernels/cpu/gemm.hpp"
+#include "tandem/kernels/cpu/reduce.hpp"
+#include "tandem/kernels/cpu/softmax.hpp"
 #include "tandem/ops/elementwise/activation.hpp"
 #include "tandem/ops/elementwise/arithmetic.hpp"
 #include "tandem/ops/elementwise/compare.hpp"
 #include "tandem/ops/elementwise/math.hpp"
+#include "tandem/ops/reduce.hpp"
 
 // install_kernels_isa_avx2 and so on: the one name the dispatcher calls.
 #define TANDEM_KERNEL_INSTALLER TANDEM_KERNEL_PASTE(install_kernels_, TANDEM_KERNEL_ISA)
@@ -74,6 +79,25 @@ void install_gemm(bool clear) {
   dispatched_gemm<T>.store(clear ? nullptr : &native_gemm_without_epilogue<T>, std::memory_order_relaxed);
 }
 
+// The reducers' spans (rows) and row combinations (columns).
+template <class T, class... Reducer>
+void install_reductions(bool clear) {
+  (dispatched_reduce_span<Reducer, T, T>.store(clear ? nullptr : &native_reduce_span<Reducer, T, T>,
+                                               std::memory_order_relaxed),
+   ...);
+  (dispatched_combine_into<Reducer, T, T>.store(clear ? nullptr : &native_combine_into<Reducer, T, T>,
+                                                std::memory_order_relaxed),
+   ...);
+}
+
+// Softmax and log-softmax over rows, and batch normalization's moments.
+template <class T>
+void install_row_statistics(bool clear) {
+  dispatched_softmax_rows<false, T>.store(clear ? nullptr : &native_softmax_rows<false, T>, std::memory_order_relaxed);
+  dispatched_softmax_rows<true, T>.store(clear ? nullptr : &native_softmax_rows<true, T>, std::memory_order_relaxed);
+  dispatched_middle_moments<T>.store(clear ? nullptr : &native_middle_moments<T>, std::memory_order_relaxed);
+}
+
 }  // inline namespace TANDEM_KERNEL_ISA
 
 void TANDEM_KERNEL_INSTALLER(bool clear) {
@@ -81,6 +105,10 @@ void TANDEM_KERNEL_INSTALLER(bool clear) {
   install_rows<double>(clear);
   install_gemm<float>(clear);
   install_gemm<double>(clear);
+  install_reductions<float, sum_reducer, prod_reducer, max_reducer, min_reducer, row_max>(clear);
+  install_reductions<double, sum_reducer, prod_reducer, max_reducer, min_reducer, row_max>(clear);
+  install_row_statistics<float>(clear);
+  install_row_statistics<double>(clear);
   dispatched_chain_kernels.store(clear ? nullptr : chain_kernels_for(), std::memory_order_release);
 }
 

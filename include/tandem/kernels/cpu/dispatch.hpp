@@ -5,15 +5,17 @@
 // library (tandem::compiled, built with TANDEM_DISPATCH, the default on
 // x86-64) also holds builds of its hot kernels for SSE4.2, AVX2 + FMA and
 // AVX-512 (src/kernels_*.cpp, compiled/kernel_builds.hpp): every built-in
-// elementwise op's row, the matrix product and capture's register chains.
+// elementwise op's row, the matrix product, the reductions' inner loops,
+// softmax, batch normalization's moments and capture's register chains.
 // When the program starts, the highest build the CPU supports runs, or the
 // program's own kernels where they are at least as high; the environment
 // variable TANDEM_ISA (sse2, sse4_2, avx2, avx512) sets a lower ceiling. So
 // a binary compiled for plain x86-64 runs AVX2 or AVX-512 code on machines
 // that have it.
 //
-// What the builds leave out (reductions, softmax, convolution's unfolding,
-// static graphs' fused kernels) runs as the program's flags compile it.
+// What the builds leave out (pooling, convolution's unfolding, optimizers'
+// updates, static graphs' fused kernels) runs as the program's flags
+// compile it.
 
 #include <vector>
 

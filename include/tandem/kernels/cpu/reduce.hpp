@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -22,12 +23,11 @@
 namespace tandem::detail {
 inline namespace TANDEM_KERNEL_ISA {
 
-
 inline constexpr std::int64_t reduce_block = 16384;
 
 // Combines `n` contiguous inputs, converted to A, starting from `acc`.
 template <class Reducer, class A, class T>
-A reduce_span(const Reducer& r, const T* p, std::int64_t n, A acc) {
+A native_reduce_span(const Reducer& r, const T* p, std::int64_t n, A acc) {
   std::int64_t i = 0;
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
   if constexpr (std::is_same_v<T, A> && simd::supported<A>) {
@@ -51,6 +51,27 @@ A reduce_span(const Reducer& r, const T* p, std::int64_t n, A acc) {
 #endif
   for (; i < n; ++i) acc = r(acc, static_cast<A>(p[i]));
   return acc;
+}
+
+}  // inline namespace TANDEM_KERNEL_ISA
+
+// The span reduction chosen at run time among tandem::compiled's builds
+// (kernels/cpu/dispatch.hpp), for the built-in reducers over float and
+// double; null otherwise and until a choice is made.
+template <class Reducer, class A, class T>
+using span_reduction = A (*)(const Reducer&, const T*, std::int64_t, A);
+template <class Reducer, class A, class T>
+inline constinit std::atomic<span_reduction<Reducer, A, T>> dispatched_reduce_span{nullptr};
+
+inline namespace TANDEM_KERNEL_ISA {
+
+template <class Reducer, class A, class T>
+A reduce_span(const Reducer& r, const T* p, std::int64_t n, A acc) {
+#if !TANDEM_HEADER_ONLY
+  if (const span_reduction<Reducer, A, T> chosen = dispatched_reduce_span<Reducer, A, T>.load(std::memory_order_relaxed))
+    return chosen(r, p, n, acc);
+#endif
+  return native_reduce_span(r, p, n, acc);
 }
 
 // Where a reduction's inputs come from. `span(first, n, tile)` gives the n
@@ -147,6 +168,37 @@ void reduce_rows(const Reducer& r, const T* input, std::int64_t rows, std::int64
   reduce_rows_from<Reducer, A>(r, array_source<T>{input}, rows, length, out, finish);
 }
 
+// into[k] = r(into[k], row[k]) for k < width: one row of a column reduction.
+template <class Reducer, class A, class T>
+void native_combine_into(const Reducer& r, A* into, const T* row, std::int64_t width) {
+  std::int64_t k = 0;
+#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+  if constexpr (std::is_same_v<T, A> && simd::supported<A>) {
+    constexpr std::int64_t w = static_cast<std::int64_t>(simd::batch<A>::size);
+    for (; k + w <= width; k += w) simd::store(into + k, r(simd::load(into + k), simd::load(row + k)));
+  }
+#endif
+  for (; k < width; ++k) into[k] = r(into[k], static_cast<A>(row[k]));
+}
+
+}  // inline namespace TANDEM_KERNEL_ISA
+
+template <class Reducer, class A, class T>
+using row_combination = void (*)(const Reducer&, A*, const T*, std::int64_t);
+template <class Reducer, class A, class T>
+inline constinit std::atomic<row_combination<Reducer, A, T>> dispatched_combine_into{nullptr};
+
+inline namespace TANDEM_KERNEL_ISA {
+
+template <class Reducer, class A, class T>
+void combine_into(const Reducer& r, A* into, const T* row, std::int64_t width) {
+#if !TANDEM_HEADER_ONLY
+  if (const row_combination<Reducer, A, T> chosen = dispatched_combine_into<Reducer, A, T>.load(std::memory_order_relaxed))
+    return chosen(r, into, row, width);
+#endif
+  native_combine_into(r, into, row, width);
+}
+
 // out[k] = finish(combine over m of input[m * K + k]), vectorised along k.
 template <class Reducer, class A, class Source, class R, class Finish>
 void reduce_columns_from(const Reducer& r, const Source& source, std::int64_t columns, std::int64_t length, R* out,
@@ -161,15 +213,7 @@ void reduce_columns_from(const Reducer& r, const Source& source, std::int64_t co
       for (std::int64_t from = b; from < e; from += piece) {
         std::int64_t width = std::min(piece, e - from);
         const T* row = source.span(m * columns + from, width, tile.get());
-        A* into = acc.data() + (from - b);
-        std::int64_t k = 0;
-#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
-        if constexpr (std::is_same_v<T, A> && simd::supported<A>) {
-          constexpr std::int64_t w = static_cast<std::int64_t>(simd::batch<A>::size);
-          for (; k + w <= width; k += w) simd::store(into + k, r(simd::load(into + k), simd::load(row + k)));
-        }
-#endif
-        for (; k < width; ++k) into[k] = r(into[k], static_cast<A>(row[k]));
+        combine_into(r, acc.data() + (from - b), row, width);
       }
     }
     for (std::int64_t k = b; k < e; ++k) out[k] = finish(acc[k - b]);
@@ -229,7 +273,8 @@ T accumulate_span(const T* p, std::int64_t n, T centre, T acc) {
 // the mean and the mean squared deviation from it. Two passes, so no
 // cancellation; each position is one thread's, in a fixed order.
 template <class T>
-void middle_moments(const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner, T* mean, T* variance) {
+void native_middle_moments(const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner, T* mean,
+                           T* variance) {
   const T count = static_cast<T>(outer * inner);
   std::int64_t grain = std::max<std::int64_t>(1, reduce_block / std::max<std::int64_t>(outer * inner, 1));
   parallel_for(kept, grain, [&](std::int64_t b, std::int64_t e) {
@@ -243,6 +288,24 @@ void middle_moments(const T* x, std::int64_t outer, std::int64_t kept, std::int6
       variance[k] = squares / count;
     }
   });
+}
+
+}  // inline namespace TANDEM_KERNEL_ISA
+
+template <class T>
+using moments_function = void (*)(const T*, std::int64_t, std::int64_t, std::int64_t, T*, T*);
+template <class T>
+inline constinit std::atomic<moments_function<T>> dispatched_middle_moments{nullptr};
+
+inline namespace TANDEM_KERNEL_ISA {
+
+template <class T>
+void middle_moments(const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner, T* mean, T* variance) {
+#if !TANDEM_HEADER_ONLY
+  if (const moments_function<T> chosen = dispatched_middle_moments<T>.load(std::memory_order_relaxed))
+    return chosen(x, outer, kept, inner, mean, variance);
+#endif
+  native_middle_moments(x, outer, kept, inner, mean, variance);
 }
 
 // Index of the first largest (or smallest) element of each row; NaN counts

@@ -6,6 +6,7 @@
 // and a row of only -inf (or any NaN) has no distribution and gives NaN.
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -15,13 +16,15 @@
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
 namespace tandem::detail {
-inline namespace TANDEM_KERNEL_ISA {
 
-
+// Outside the builds' namespaces: one reducer type for every build, so that
+// its dispatched span reduction is found (kernels/cpu/dispatch.hpp).
 struct row_max {
   template <class A> static constexpr A identity() { return -std::numeric_limits<A>::infinity(); }
   template <class V> V operator()(const V& a, const V& b) const { return math::maximum(a, b); }
 };
+
+inline namespace TANDEM_KERNEL_ISA {
 
 // What the log of a row's normaliser is, relative to its maximum.
 template <class T>
@@ -76,7 +79,7 @@ row_normaliser<T> normalise_row(const T* x, std::int64_t n) {
 
 // out[r, :] = log_softmax (Log = true) or softmax of in[r, :].
 template <bool Log, class T>
-void softmax_rows(const T* in, std::int64_t rows, std::int64_t n, T* out) {
+void native_softmax_rows(const T* in, std::int64_t rows, std::int64_t n, T* out) {
   constexpr T inf = std::numeric_limits<T>::infinity();
   parallel_for(rows, std::max<std::int64_t>(1, 8192 / std::max<std::int64_t>(n, 1)), [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t r = b; r < e; ++r) {
@@ -110,6 +113,26 @@ void softmax_rows(const T* in, std::int64_t rows, std::int64_t n, T* out) {
       }
     }
   });
+}
+
+}  // inline namespace TANDEM_KERNEL_ISA
+
+// The rows' softmax chosen at run time among tandem::compiled's builds
+// (kernels/cpu/dispatch.hpp); null until a choice is made.
+template <class T>
+using softmax_rows_function = void (*)(const T*, std::int64_t, std::int64_t, T*);
+template <bool Log, class T>
+inline constinit std::atomic<softmax_rows_function<T>> dispatched_softmax_rows{nullptr};
+
+inline namespace TANDEM_KERNEL_ISA {
+
+template <bool Log, class T>
+void softmax_rows(const T* in, std::int64_t rows, std::int64_t n, T* out) {
+#if !TANDEM_HEADER_ONLY
+  if (const softmax_rows_function<T> chosen = dispatched_softmax_rows<Log, T>.load(std::memory_order_relaxed))
+    return chosen(in, rows, n, out);
+#endif
+  native_softmax_rows<Log>(in, rows, n, out);
 }
 
 }  // inline namespace TANDEM_KERNEL_ISA
