@@ -21,59 +21,50 @@ using namespace tandem;
 
 namespace {
 
-void chain_eager(benchmark::State& state, instruction_set level) {
+// Runs `work` once per iteration on one thread with the kernels of `level`
+// (generic: the program's own), counting `bytes` per iteration.
+template <class Work>
+void on_one_thread(benchmark::State& state, instruction_set level, std::int64_t bytes, Work work) {
   set_num_threads(1);
   set_kernel_instruction_set(level);
-  const std::int64_t chain_size = state.range(0);
-  const tensor<float> x = bench::input(chain_size, 1);
-  auto tanh_of = [](const tensor<float>& v) { return tandem::tanh(v); };
-  for (auto _ : state) benchmark::DoNotOptimize(bench::tanh_chain(x, tanh_of).data());
-  state.SetBytesProcessed(state.iterations() * chain_size * 2 * static_cast<std::int64_t>(sizeof(float)));
+  for (auto _ : state) benchmark::DoNotOptimize(work().data());
+  state.SetBytesProcessed(state.iterations() * bytes);
   set_num_threads(0);
+}
+
+tensor<float> chain_of(const tensor<float>& x) {
+  return bench::tanh_chain(x, [](const tensor<float>& d) { return tandem::tanh(d); });
+}
+
+void chain_eager(benchmark::State& state, instruction_set level) {
+  const tensor<float> x = bench::input(state.range(0), 1);
+  on_one_thread(state, level, 2 * x.numel() * 4, [&] { return chain_of(x); });
 }
 
 void chain_capture(benchmark::State& state, instruction_set level) {
-  set_num_threads(1);
-  set_kernel_instruction_set(level);
-  const std::int64_t chain_size = state.range(0);
-  const tensor<float> x = bench::input(chain_size, 1);
-  auto captured = capture([](const tensor<float>& v) {
-    return bench::tanh_chain(v, [](const tensor<float>& d) { return tandem::tanh(d); });
-  });
-  for (auto _ : state) benchmark::DoNotOptimize(captured(x).data());
-  state.SetBytesProcessed(state.iterations() * chain_size * 2 * static_cast<std::int64_t>(sizeof(float)));
-  set_num_threads(0);
+  const tensor<float> x = bench::input(state.range(0), 1);
+  auto captured = capture(chain_of);
+  on_one_thread(state, level, 2 * x.numel() * 4, [&] { return captured(x); });
 }
 
 void sgemm(benchmark::State& state, instruction_set level) {
-  set_num_threads(1);
-  set_kernel_instruction_set(level);
   generator gen(2);
   const tensor<float> a = uniform({128, 784}, -1, 1, gen), b = uniform({784, 256}, -1, 1, gen);
-  for (auto _ : state) benchmark::DoNotOptimize(matmul(a, b).data());
+  on_one_thread(state, level, (a.numel() + b.numel() + 128 * 256) * 4, [&] { return matmul(a, b); });
   state.counters["FLOP/s"] =
       benchmark::Counter(2.0 * 128 * 784 * 256, benchmark::Counter::kIsIterationInvariantRate);
-  set_num_threads(0);
 }
 
 void softmax_rows(benchmark::State& state, instruction_set level) {
-  set_num_threads(1);
-  set_kernel_instruction_set(level);
   generator gen(3);
   const tensor<float> logits = uniform({128, 1000}, -4, 4, gen);
-  for (auto _ : state) benchmark::DoNotOptimize(softmax(logits, 1).data());
-  state.SetBytesProcessed(state.iterations() * logits.numel() * 2 * static_cast<std::int64_t>(sizeof(float)));
-  set_num_threads(0);
+  on_one_thread(state, level, 2 * logits.numel() * 4, [&] { return softmax(logits, 1); });
 }
 
 void sum_rows(benchmark::State& state, instruction_set level) {
-  set_num_threads(1);
-  set_kernel_instruction_set(level);
   generator gen(4);
   const tensor<float> x = uniform({64, 4096}, -1, 1, gen);
-  for (auto _ : state) benchmark::DoNotOptimize(sum(x, axes{1}).data());
-  state.SetBytesProcessed(state.iterations() * x.numel() * static_cast<std::int64_t>(sizeof(float)));
-  set_num_threads(0);
+  on_one_thread(state, level, x.numel() * 4, [&] { return sum(x, axes{1}); });
 }
 
 }  // namespace

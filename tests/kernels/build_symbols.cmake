@@ -32,9 +32,12 @@ foreach(line IN LISTS lines)
     list(APPEND offenders "${level}: ${CMAKE_MATCH_1} (code run at load, before the CPU is asked)")
   elseif(level AND line MATCHES "^[0-9a-f]* [Ww] (.*)$")
     set(symbol "${CMAKE_MATCH_1}")
+    # A function's static or thread_local variable is data (clang marks a
+    # thread_local one W), not code.
+    string(REGEX MATCH "\\)::[A-Za-z_][A-Za-z_0-9]*$" local_variable "${symbol}")
     string(FIND "${symbol}" "isa_${level}" in_namespace)
     string(FIND "${symbol}" "${xsimd_arch_${level}}" on_arch)
-    if(in_namespace EQUAL -1 AND on_arch EQUAL -1)
+    if(NOT local_variable AND in_namespace EQUAL -1 AND on_arch EQUAL -1)
       list(APPEND offenders "${level}: ${symbol}")
     endif()
   endif()

@@ -132,7 +132,10 @@ TEST_CASE("every build runs broadcast and strided operands") {
   const tensor<double> row = test::random_tensor<double>({33}, -1, 1, 4);
   for (instruction_set level : runnable_levels()) {
     REQUIRE(set_kernel_instruction_set(level) == level);
-    for (const auto& [layout, x] : test::layouts(base)) {
+    for (const auto& layout_and_values : test::layouts(base)) {
+      // Named, not bound: clang 14's lambdas cannot capture a structured binding.
+      const std::string& layout = layout_and_values.first;
+      const tensor<double>& x = layout_and_values.second;
       INFO("build ", to_string(level), ", ", layout);
       const tensor<double> got = exp(x) * row - maximum(x, row);
       std::vector<double> want;

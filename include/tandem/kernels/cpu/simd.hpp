@@ -31,7 +31,7 @@ struct buffer_allocator {
   template <class U>
   buffer_allocator(const buffer_allocator<U>&) noexcept {}
   T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64})); }
-  void deallocate(T* p, std::size_t n) noexcept { ::operator delete(p, n * sizeof(T), std::align_val_t{64}); }
+  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{64}); }
   friend bool operator==(const buffer_allocator&, const buffer_allocator&) { return true; }
 };
 
