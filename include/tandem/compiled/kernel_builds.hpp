@@ -17,6 +17,8 @@
 // Renamed before xsimd is read, this build's copies are its own.
 // (tests/compiled/kernel_build_symbols checks that a build defines nothing
 // another unit could take.)
+#include "tandem/kernels/cpu/isa.hpp"
+
 #define TANDEM_KERNEL_PASTE_EXPANDED(a, b) a##b
 #define TANDEM_KERNEL_PASTE(a, b) TANDEM_KERNEL_PASTE_EXPANDED(a, b)
 #define __ieee754_rem_pio2 TANDEM_KERNEL_PASTE(ieee754_rem_pio2_, TANDEM_KERNEL_ISA)

@@ -32,12 +32,16 @@
 #define TANDEM_KERNEL_ISA_ENUM generic
 #endif
 
-// After the level's name: a kernel build may rename what xsimd defines
-// (compiled/kernel_builds.hpp).
+// Reads no xsimd header: compiled/kernel_builds.hpp renames two of xsimd's
+// functions after this one and before xsimd.
+#include <initializer_list>
 #include <string_view>
 
-#if !defined(__CUDA_ARCH__)
-#include <xsimd/xsimd.hpp>
+#if !defined(__CUDA_ARCH__) && (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define TANDEM_CPUID 1
+#include <cpuid.h>
+#else
+#define TANDEM_CPUID 0
 #endif
 
 namespace tandem {
@@ -73,16 +77,55 @@ constexpr bool instruction_set_named(std::string_view name, instruction_set& isa
 // The level the including translation unit is compiled for.
 inline constexpr instruction_set compiled_instruction_set = instruction_set::TANDEM_KERNEL_ISA_ENUM;
 
-// The highest level the running CPU supports (cpuid, once).
-inline instruction_set cpu_instruction_set() {
-#if !defined(__CUDA_ARCH__) && (defined(__x86_64__) || defined(_M_X64) || defined(__i386__))
-  const auto cpu = xsimd::available_architectures();
-  if (cpu.avx512f && cpu.avx512cd && cpu.avx512dq && cpu.avx512bw) return instruction_set::avx512;
-  if (cpu.avx2 && cpu.fma3_avx2) return instruction_set::avx2;
-  if (cpu.sse4_2) return instruction_set::sse4_2;
-  if (cpu.sse2) return instruction_set::sse2;
+namespace detail {
+
+#if TANDEM_CPUID
+// Every feature `-march=x86-64-v2`, `-v3` and `-v4` let the compiler use (a
+// kernel build may emit any of them, not only the vector ones: LZCNT,
+// MOVBE, BMI2...), and for AVX and AVX-512 the register state the operating
+// system saves (XCR0): a CPU that has AVX-512 under an OS that does not
+// save its registers must not run it.
+inline instruction_set detect_instruction_set() {
+  auto has = [](unsigned reg, std::initializer_list<int> bits) {
+    for (int bit : bits)
+      if (!(reg >> bit & 1u)) return false;
+    return true;
+  };
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !has(d, {26})) return instruction_set::generic;
+  const unsigned basic_c = c;
+  const unsigned extended_c = __get_cpuid(0x80000001u, &a, &b, &c, &d) ? c : 0;
+  // SSE3, SSSE3, CMPXCHG16B, SSE4.1, SSE4.2, POPCNT; LAHF in 64-bit mode.
+  if (!has(basic_c, {0, 9, 13, 19, 20, 23}) || !has(extended_c, {0})) return instruction_set::sse2;
+  unsigned structured_b = 0;
+  if (__get_cpuid_max(0, nullptr) >= 7) {
+    __cpuid_count(7, 0, a, b, c, d);
+    structured_b = b;
+  }
+  unsigned long long saved_state = 0;
+  if (has(basic_c, {27})) {  // OSXSAVE: XGETBV may be asked
+    unsigned low = 0, high = 0;
+    __asm__ volatile("xgetbv" : "=a"(low), "=d"(high) : "c"(0));
+    saved_state = (static_cast<unsigned long long>(high) << 32) | low;
+  }
+  // FMA, MOVBE, AVX, F16C; BMI1, AVX2, BMI2; LZCNT; SSE and AVX state.
+  if (!has(basic_c, {12, 22, 28, 29}) || !has(structured_b, {3, 5, 8}) || !has(extended_c, {5}) ||
+      (saved_state & 0x6) != 0x6)
+    return instruction_set::sse4_2;
+  // AVX-512 F, DQ, CD, BW, VL; opmask and upper ZMM state.
+  if (!has(structured_b, {16, 17, 28, 30, 31}) || (saved_state & 0xe0) != 0xe0) return instruction_set::avx2;
+  return instruction_set::avx512;
+}
+#else
+inline instruction_set detect_instruction_set() { return instruction_set::generic; }
 #endif
-  return instruction_set::generic;
+
+}  // namespace detail
+
+// The highest level the running CPU and operating system support.
+inline instruction_set cpu_instruction_set() {
+  static const instruction_set level = detail::detect_instruction_set();
+  return level;
 }
 
 }  // namespace tandem
