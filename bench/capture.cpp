@@ -2,6 +2,8 @@
 // the same eager code (tensor<float> in, tensor<float> out) run three ways:
 //   tanh_chain_*  issue 15's 8-op chain with a tanh over 16M floats;
 //   gradient_*    d/dx and d/dy of sum(tanh(x*y + x)*y) over 4M floats;
+//   column_sum_*  sum(tanh(x*y + x)*y, {0}) over 1024 x 4096 floats (a
+//                 reduction over the leading axis);
 //   call_*        the 10-node graph on 16-element tensors: what a call
 //                 costs when the kernels cost nothing (capture's replay
 //                 overhead).
@@ -65,6 +67,26 @@ void gradient_static(benchmark::State& state) {
   run_gradient(state, grad(jit([](auto x, auto y) { return objective(x, y); }), all_args));
 }
 
+// Column sums of an elementwise product, as a bias gradient is: the
+// reduction over the leading axis takes the region into its loop.
+tensor<float> eager_column_sum(const tensor<float>& x, const tensor<float>& y) {
+  return sum(tanh(x * y + x) * y, {0});
+}
+
+template <class F>
+void run_column_sum(benchmark::State& state, F f) {
+  const tensor<float> x = bench::input(gradient_size, 1).reshape({1024, 4096});
+  const tensor<float> y = bench::input(gradient_size, 2).reshape({1024, 4096});
+  for (auto _ : state) benchmark::DoNotOptimize(f(x, y).data());
+  state.SetBytesProcessed(state.iterations() * gradient_size * 8);
+}
+
+void column_sum_eager(benchmark::State& state) { run_column_sum(state, eager_column_sum); }
+void column_sum_capture(benchmark::State& state) { run_column_sum(state, capture(eager_column_sum)); }
+void column_sum_static(benchmark::State& state) {
+  run_column_sum(state, jit([](auto x, auto y) { return sum(tanh(x * y + x) * y, {0}); }));
+}
+
 tensor<float> eager_ten_nodes(const tensor<float>& x, const tensor<float>& y) { return bench::ten_nodes(x, y); }
 
 void call_eager(benchmark::State& state) {
@@ -90,6 +112,9 @@ BENCHMARK(tanh_chain_static)->UseRealTime();
 BENCHMARK(gradient_eager)->UseRealTime();
 BENCHMARK(gradient_capture)->UseRealTime();
 BENCHMARK(gradient_static)->UseRealTime();
+BENCHMARK(column_sum_eager)->UseRealTime();
+BENCHMARK(column_sum_capture)->UseRealTime();
+BENCHMARK(column_sum_static)->UseRealTime();
 BENCHMARK(call_eager);
 BENCHMARK(call_capture);
 BENCHMARK(call_static);

@@ -7,8 +7,9 @@
 //   cmake --preset baseline && cmake --build --preset baseline --target bench_dispatch
 //   ./build/baseline/bench/bench_dispatch --benchmark_min_time=0.3
 //
-// Workloads, one thread: the 8-op chain with tanh eager (dispatched rows)
-// and captured (dispatched register chains) on 16K floats (in cache) and 1M
+// Workloads, one thread: the 8-op chain with tanh eager (dispatched rows),
+// captured (dispatched register chains) and as a static graph (the
+// program's own code, not dispatched) on 16K floats (in cache) and 1M
 // (eager ops then wait on memory), SGEMM on the MLP's 128 x 784 x 256,
 // softmax over 128 rows of 1000 and sums of 64 rows of 4096, in cache.
 #include <benchmark/benchmark.h>
@@ -47,6 +48,14 @@ void chain_capture(benchmark::State& state, instruction_set level) {
   on_one_thread(state, level, 2 * x.numel() * 4, [&] { return captured(x); });
 }
 
+// A static graph's fused kernel is the program's own code: the level does
+// not reach it (registered once, at the program's own level).
+void chain_jit(benchmark::State& state, instruction_set level) {
+  const tensor<float> x = bench::input(state.range(0), 1);
+  auto graph = jit([](auto v) { return bench::tanh_chain(v, [](const auto& d) { return tanh(d); }); });
+  on_one_thread(state, level, 2 * x.numel() * 4, [&] { return graph(x); });
+}
+
 void sgemm(benchmark::State& state, instruction_set level) {
   generator gen(2);
   const tensor<float> a = uniform({128, 784}, -1, 1, gen), b = uniform({784, 256}, -1, 1, gen);
@@ -75,6 +84,10 @@ int main(int argc, char** argv) {
       {"own_" + std::string(to_string(compiled_instruction_set)), instruction_set::generic}};
   for (instruction_set level : kernel_builds())
     if (level <= cpu_instruction_set()) levels.emplace_back(std::string(to_string(level)), level);
+  benchmark::RegisterBenchmark(("chain_jit/" + levels.front().first).c_str(), chain_jit, instruction_set::generic)
+      ->Arg(1 << 14)
+      ->Arg(1 << 20)
+      ->UseRealTime();
   for (const auto& [name, level] : levels) {
     benchmark::RegisterBenchmark(("chain_eager/" + name).c_str(), chain_eager, level)
         ->Arg(1 << 14)

@@ -310,6 +310,26 @@ TEST_CASE("capture: a reduction of a region's value is reduced as the region com
   CHECK(captured_rows.explain().find("then mean of op") != std::string::npos);
   CHECK(captured_rows.explain().find("then max of op") != std::string::npos);
 
+  // Over the leading axis (a bias gradient's sum, a column mean, a column
+  // max): columns around the deferred minimum, rows around the thread split.
+  auto columns = [](const tensor<float>& x, const tensor<float>& bias) {
+    tensor<float> a = tanh(x * 2.0f + bias);
+    return sum(a * x, {0}) + mean(a, {0}) - max(a - x, {0});
+  };
+  auto captured_columns = capture(columns);
+  for (auto [rows_count, columns_count] : {std::pair<std::int64_t, std::int64_t>{128, 256}, {3, 255}, {1, 300},
+                                          {129, 1000}, {40, 5000}}) {
+    tensor<float> x = random_tensor<float>({rows_count, columns_count}, -1, 1, 47);
+    tensor<float> bias = random_tensor<float>({columns_count}, -1, 1, 48);
+    for (int call = 0; call < 2; ++call)
+      check_identical(captured_columns(x, bias), columns(x, bias),
+                      std::to_string(rows_count) + " x " + std::to_string(columns_count) + ", call " +
+                          std::to_string(call));
+  }
+  CHECK(captured_columns.explain().find("then sum of op") != std::string::npos);
+  CHECK(captured_columns.explain().find("then max of op") != std::string::npos);
+  CHECK(captured_columns.explain().find("over 255 x 3") == std::string::npos);
+
   // The reduced value kept past the reduction (a named variable read later):
   // written to memory as it is reduced.
   auto kept = [](const tensor<float>& x) {

@@ -133,21 +133,39 @@ void run_deferred_rows(const void* state, const value_spans& input, std::int64_t
                                s.finish);
 }
 
-// Rows shorter than this are reduced after their region has run: the
-// region would be entered once per row.
-inline constexpr std::int64_t shortest_deferred_row = 4096;
+template <class A, class R, class T, class Reducer, class Finish>
+void run_deferred_columns(const void* state, const value_spans& input, std::int64_t columns, std::int64_t length,
+                          void* out) {
+  const auto& s = *static_cast<const reduction_state<Reducer, Finish>*>(state);
+  reduce_columns_from<Reducer, A>(s.reducer, array_source<T>{nullptr, &input}, columns, length,
+                                  static_cast<R*>(out), s.finish);
+}
 
-// Hands a reduction over the rows of a pending value to the capture that
-// computes it, so that the value is reduced as its region computes it,
-// tile by tile, instead of written and read back; false when it must run
-// now. The reduction runs the eager kernel's loop (reduce_rows_from) over
-// the same blocks, so its result has the same bits.
+// Rows shorter than this are reduced after their region has run: the
+// region would be entered once per row. Likewise columns fewer than this:
+// a column reduction enters the region once per row of its input, over the
+// columns a thread sums.
+inline constexpr std::int64_t shortest_deferred_row = 4096;
+inline constexpr std::int64_t fewest_deferred_columns = 256;
+
+// Hands a reduction of a pending value (over rows, or over columns: the
+// leading axes) to the capture that computes it, so that the value is
+// reduced as its region computes it, span by span, instead of written and
+// read back; false when it must run now. The reduction runs the eager
+// kernel's own loop (reduce_rows_from, reduce_columns_from) over the same
+// blocks in the same order, so its result has the same bits.
 template <class A, class R, class Reducer, class T, class Finish>
-bool defer_rows_reduction(deferred_work& work, const Reducer& r, const arranged_reduction<T>& a, const Finish& finish,
-                          const char* op, tensor<R>& out) {
+bool defer_pending_reduction(deferred_work& work, const Reducer& r, const arranged_reduction<T>& a,
+                             const Finish& finish, const char* op, tensor<R>& out) {
   const tensor<T>& x = a.source;
-  if (x.storage()->producer() != &work || x.offset() != 0 || a.plan.length < shortest_deferred_row) return false;
-  const deferred_reduction reduction{op, &run_deferred_rows<A, R, T, Reducer, Finish>,
+  if (x.storage()->producer() != &work || x.offset() != 0) return false;
+  decltype(deferred_reduction::run) run = nullptr;
+  if (a.layout == reduction_layout::rows && a.plan.length >= shortest_deferred_row)
+    run = &run_deferred_rows<A, R, T, Reducer, Finish>;
+  else if (a.layout == reduction_layout::columns && a.plan.kept >= fewest_deferred_columns)
+    run = &run_deferred_columns<A, R, T, Reducer, Finish>;
+  if (!run) return false;
+  const deferred_reduction reduction{op, run,
                                      make_cached<reduction_state<Reducer, Finish>>(reduction_state<Reducer, Finish>{r, finish}),
                                      a.plan.kept, a.plan.length, sizeof(R)};
   std::shared_ptr<storage> pending = work.defer_reduction(reduction, x.storage());
@@ -164,9 +182,9 @@ tensor<R> reduce(const tensor<T>& x, const axes& ax, bool keepdims, const Reduce
   if (needs_elements) require_elements(plan_reduction(x.shape(), ax, keepdims, op), x.shape(), op);
   arranged_reduction<T> a = arrange(x, ax, keepdims, op);
   auto finish = finish_for(a.plan.length);
-  if (deferred_work* work = active_deferred_work(); work && a.layout == reduction_layout::rows) [[unlikely]] {
+  if (deferred_work* work = active_deferred_work()) [[unlikely]] {
     tensor<R> pending;
-    if (defer_rows_reduction<A>(*work, r, a, finish, op, pending)) return pending;
+    if (defer_pending_reduction<A>(*work, r, a, finish, op, pending)) return pending;
   }
   tensor<R> out(a.plan.out_shape);
   switch (a.layout) {
