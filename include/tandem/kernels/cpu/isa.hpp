@@ -9,19 +9,35 @@
 // which the linker keeps either: AVX-512 code on an AVX2 machine. So the
 // kernels live in an inline namespace named after the instruction set of the
 // unit that compiles them (TANDEM_KERNEL_ISA); code outside names them as if
-// the namespace were not there. A unit's name is the highest level its flags
-// reach, and a dispatched unit is compiled for exactly its level, so two
-// units that share a name differ only in what every unit of the program may
-// use anyway.
+// the namespace were not there. A unit's name is the highest level all of
+// whose features its flags enable, and a dispatched unit is compiled for
+// exactly its level, so where two units share a name, the dispatched one
+// uses nothing the other's program may not.
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512CD__) && \
-    defined(__AVX512VL__)
+// Each level needs every feature of its x86-64 level (x86-64-v2, -v3, -v4),
+// the ones a kernel build may emit: a unit compiled with -mavx2 -mfma alone
+// is named sse4_2, below the AVX2 build, whose code may use BMI2.
+#if defined(__SSE4_2__) && defined(__SSE4_1__) && defined(__SSSE3__) && defined(__SSE3__) && defined(__POPCNT__) && \
+    defined(__LAHF_SAHF__) && defined(__GCC_HAVE_SYNC_COMPARE_AND_SWAP_16)
+#define TANDEM_FLAGS_REACH_X86_64_V2 1
+#else
+#define TANDEM_FLAGS_REACH_X86_64_V2 0
+#endif
+#if TANDEM_FLAGS_REACH_X86_64_V2 && defined(__AVX2__) && defined(__FMA__) && defined(__BMI__) && defined(__BMI2__) && \
+    defined(__LZCNT__) && defined(__MOVBE__) && defined(__F16C__)
+#define TANDEM_FLAGS_REACH_X86_64_V3 1
+#else
+#define TANDEM_FLAGS_REACH_X86_64_V3 0
+#endif
+
+#if TANDEM_FLAGS_REACH_X86_64_V3 && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && \
+    defined(__AVX512CD__) && defined(__AVX512VL__)
 #define TANDEM_KERNEL_ISA isa_avx512
 #define TANDEM_KERNEL_ISA_ENUM avx512
-#elif defined(__AVX2__) && defined(__FMA__)
+#elif TANDEM_FLAGS_REACH_X86_64_V3
 #define TANDEM_KERNEL_ISA isa_avx2
 #define TANDEM_KERNEL_ISA_ENUM avx2
-#elif defined(__SSE4_2__)
+#elif TANDEM_FLAGS_REACH_X86_64_V2
 #define TANDEM_KERNEL_ISA isa_sse4_2
 #define TANDEM_KERNEL_ISA_ENUM sse4_2
 #elif defined(__SSE2__) || defined(_M_X64)
