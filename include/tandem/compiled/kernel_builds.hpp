@@ -15,7 +15,7 @@
 // that are plain inline functions: one symbol in every unit that uses them,
 // of which the linker keeps any copy, this build's AVX-512 code included.
 // Renamed before xsimd is read, this build's copies are its own.
-// (tests/compiled/kernel_build_symbols checks that a build defines nothing
+// (tests/kernels/build_symbols.cmake checks that a build defines nothing
 // another unit could take.)
 #include "tandem/kernels/cpu/isa.hpp"
 
@@ -25,6 +25,7 @@
 #define __kernel_rem_pio2 TANDEM_KERNEL_PASTE(kernel_rem_pio2_, TANDEM_KERNEL_ISA)
 
 #include <atomic>
+#include <tuple>
 
 #include "tandem/capture/register_chain.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
@@ -43,10 +44,15 @@
 namespace tandem::detail {
 inline namespace TANDEM_KERNEL_ISA {
 
+// Points `slot` at this build's `kernel`, or clears it.
+template <class F>
+void install(std::atomic<F>& slot, F kernel, bool clear) {
+  slot.store(clear ? nullptr : kernel, std::memory_order_release);
+}
+
 template <class R, class C, class Op, class... In>
 void install_typed_row(bool clear) {
-  dispatched_row<R, C, Op, R*, In...>.store(clear ? nullptr : native_row_function<R, C, Op, R*, In...>(),
-                                            std::memory_order_relaxed);
+  install(dispatched_row<R, C, Op, R*, In...>, native_row_function<R, C, Op, R*, In...>(), clear);
 }
 
 template <class Op, class... In>
@@ -54,50 +60,35 @@ void install_row(bool clear) {
   install_typed_row<typename Op::template result<In...>, typename Op::template compute<In...>, Op, In...>(clear);
 }
 
-template <class T, class... Op>
-void install_unary_rows(bool clear) {
-  (install_row<Op, T>(clear), ...);
-}
-
-template <class T, class... Op>
-void install_binary_rows(bool clear) {
-  (install_row<Op, T, T>(clear), ...);
-}
+using unary_ops = std::tuple<neg_op, abs_op, sign_op, square_op, exp_op, log_op, log1p_op, expm1_op, sqrt_op, rsqrt_op,
+                             sin_op, cos_op, erf_op, erfc_op, tanh_op, sigmoid_op, relu_op, gelu_op, softplus_op,
+                             isnan_op, isinf_op, isfinite_op>;
+using binary_ops = std::tuple<add_op, sub_op, mul_op, div_op, pow_op, maximum_op, minimum_op, eq_op, ne_op, lt_op,
+                              le_op, gt_op, ge_op, relu_backward_op>;
+using reducers = std::tuple<sum_reducer, prod_reducer, max_reducer, min_reducer>;
 
 template <class T>
 void install_rows(bool clear) {
   install_typed_row<T, T, identity_op, T>(clear);
-  install_unary_rows<T, neg_op, abs_op, sign_op, square_op, exp_op, log_op, log1p_op, expm1_op, sqrt_op,
-                     rsqrt_op, sin_op, cos_op, erf_op, erfc_op, tanh_op, sigmoid_op, relu_op, gelu_op, softplus_op,
-                     isnan_op, isinf_op, isfinite_op>(clear);
-  install_binary_rows<T, add_op, sub_op, mul_op, div_op, pow_op, maximum_op, minimum_op, eq_op, ne_op, lt_op, le_op,
-                      gt_op, ge_op, relu_backward_op>(clear);
+  [&]<class... Op>(std::tuple<Op...>*) { (install_row<Op, T>(clear), ...); }(static_cast<unary_ops*>(nullptr));
+  [&]<class... Op>(std::tuple<Op...>*) { (install_row<Op, T, T>(clear), ...); }(static_cast<binary_ops*>(nullptr));
   install_row<where_op, bool, T, T>(clear);
   install_row<clamp_op, T, T, T>(clear);
 }
 
+// The matrix product, the reducers' spans (rows) and row combinations
+// (columns), softmax and log-softmax over rows, batch normalization's
+// moments.
 template <class T>
-void install_gemm(bool clear) {
-  dispatched_gemm<T>.store(clear ? nullptr : &native_gemm_without_epilogue<T>, std::memory_order_relaxed);
-}
-
-// The reducers' spans (rows) and row combinations (columns).
-template <class T, class... Reducer>
-void install_reductions(bool clear) {
-  (dispatched_reduce_span<Reducer, T, T>.store(clear ? nullptr : &native_reduce_span<Reducer, T, T>,
-                                               std::memory_order_relaxed),
-   ...);
-  (dispatched_combine_into<Reducer, T, T>.store(clear ? nullptr : &native_combine_into<Reducer, T, T>,
-                                                std::memory_order_relaxed),
-   ...);
-}
-
-// Softmax and log-softmax over rows, and batch normalization's moments.
-template <class T>
-void install_row_statistics(bool clear) {
-  dispatched_softmax_rows<false, T>.store(clear ? nullptr : &native_softmax_rows<false, T>, std::memory_order_relaxed);
-  dispatched_softmax_rows<true, T>.store(clear ? nullptr : &native_softmax_rows<true, T>, std::memory_order_relaxed);
-  dispatched_middle_moments<T>.store(clear ? nullptr : &native_middle_moments<T>, std::memory_order_relaxed);
+void install_row_kernels(bool clear) {
+  install(dispatched_gemm<T>, &native_gemm_without_epilogue<T>, clear);
+  [&]<class... Reducer>(std::tuple<Reducer...>*) {
+    (install(dispatched_reduce_span<Reducer, T, T>, &native_reduce_span<Reducer, T, T>, clear), ...);
+    (install(dispatched_combine_into<Reducer, T, T>, &native_combine_into<Reducer, T, T>, clear), ...);
+  }(static_cast<reducers*>(nullptr));
+  install(dispatched_softmax_rows<false, T>, &native_softmax_rows<false, T>, clear);
+  install(dispatched_softmax_rows<true, T>, &native_softmax_rows<true, T>, clear);
+  install(dispatched_middle_moments<T>, &native_middle_moments<T>, clear);
 }
 
 }  // inline namespace TANDEM_KERNEL_ISA
@@ -105,13 +96,9 @@ void install_row_statistics(bool clear) {
 void TANDEM_KERNEL_INSTALLER(bool clear) {
   install_rows<float>(clear);
   install_rows<double>(clear);
-  install_gemm<float>(clear);
-  install_gemm<double>(clear);
-  install_reductions<float, sum_reducer, prod_reducer, max_reducer, min_reducer, row_max>(clear);
-  install_reductions<double, sum_reducer, prod_reducer, max_reducer, min_reducer, row_max>(clear);
-  install_row_statistics<float>(clear);
-  install_row_statistics<double>(clear);
-  dispatched_chain_kernels.store(clear ? nullptr : chain_kernels_for(), std::memory_order_release);
+  install_row_kernels<float>(clear);
+  install_row_kernels<double>(clear);
+  install(dispatched_chain_kernels, chain_kernels_for(), clear);
 }
 
 }  // namespace tandem::detail

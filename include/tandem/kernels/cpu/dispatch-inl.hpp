@@ -65,7 +65,6 @@ inline instruction_set ceiling_from_environment() {
                  "tandem: TANDEM_ISA=%s names no instruction set (generic, sse2, sse4_2, avx2, avx512); "
                  "running the highest this CPU supports\n",
                  value);
-    ceiling = instruction_set::avx512;
   }
   return ceiling;
 }

@@ -16,15 +16,12 @@
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
 namespace tandem::detail {
+inline namespace TANDEM_KERNEL_ISA {
 
-// Outside the builds' namespaces: one reducer type for every build, so that
-// its dispatched span reduction is found (kernels/cpu/dispatch.hpp).
 struct row_max {
   template <class A> static constexpr A identity() { return -std::numeric_limits<A>::infinity(); }
   template <class V> V operator()(const V& a, const V& b) const { return math::maximum(a, b); }
 };
-
-inline namespace TANDEM_KERNEL_ISA {
 
 // What the log of a row's normaliser is, relative to its maximum.
 template <class T>
@@ -61,7 +58,8 @@ T exp_sum(const T* x, std::int64_t n, T peak) {
 template <class T>
 row_normaliser<T> normalise_row(const T* x, std::int64_t n) {
   constexpr T inf = std::numeric_limits<T>::infinity();
-  T peak = reduce_span(row_max{}, x, n, -inf);
+  // This build's own span: a dispatched softmax runs whole in one build.
+  T peak = native_reduce_span(row_max{}, x, n, -inf);
   if (peak != peak || peak == -inf) return {peak, T(0), false};
   if (peak == inf) {
     std::int64_t count = 0;
