@@ -2,7 +2,7 @@
 // load the highest build the CPU runs is chosen, whatever the flags the
 // program was compiled with; every build computes what the double-precision
 // reference computes (elementwise ops, products, reductions over rows and
-// columns, softmax, batch moments), the exactly rounded ops bit for bit
+// columns, softmax, batch moments, pooling), the exactly rounded ops bit for bit
 // alike, and capture's register chains the same bits as that build's rows.
 
 #include <algorithm>
@@ -87,17 +87,18 @@ TEST_CASE("a build that runs fills the dispatch slots of its kernels; the progra
                              dispatched_combine_into<max_reducer, double, double>.load() != nullptr,
                              dispatched_softmax_rows<true, float>.load() != nullptr,
                              dispatched_middle_moments<double>.load() != nullptr,
+                             dispatched_max_pool_2x2_backward<float>.load() != nullptr,
                              dispatched_chain_kernels.load() != nullptr};
   };
   set_kernel_instruction_set(instruction_set::generic);
-  CHECK(filled() == std::vector<bool>(8, false));
+  CHECK(filled() == std::vector<bool>(9, false));
   for (instruction_set level : runnable_levels()) {
     INFO("build ", to_string(level));
     set_kernel_instruction_set(level);
     // Every build runs but the one at the program's own level: there the
     // program's own kernels run.
     const bool build_runs = level != compiled_instruction_set;
-    CHECK(filled() == std::vector<bool>(8, build_runs));
+    CHECK(filled() == std::vector<bool>(9, build_runs));
   }
 }
 
@@ -226,6 +227,30 @@ TEST_CASE("every build reduces, normalizes and takes batch moments as the refere
           squares += std::pow(images.data()[(n * 3 + channel) * 35 + p] - mean_value, 2);
       CHECK(test::close(centre.data()[channel], mean_value, 1e-13, 1e-14));
       CHECK(test::close(variance.data()[channel], squares / 140, 1e-13, 1e-14));
+    }
+  }
+}
+
+TEST_CASE("every build pools 2x2 windows and routes their gradient bit for bit alike") {
+  kernels_restored restore;
+  // Ties (values from four levels), an odd width, and rows of 14 and 7
+  // outputs: the demo's CNN's.
+  const tensor<float> wide = test::random_tensor<std::int32_t>({3, 5, 28, 29}, 0, 4, 12).astype<float>();
+  for (const tensor<float>& images : {wide, wide.slice(2, 0, 14).slice(3, 0, 14).contiguous()}) {
+    const tensor<float> weights =
+        test::random_tensor<float>({3, 5, images.shape(2) / 2, images.shape(3) / 2}, -1, 1, 13);
+    std::vector<std::pair<tensor<float>, tensor<float>>> results;
+    for (instruction_set level : runnable_levels()) {
+      INFO("build ", to_string(level), ", input ", to_string(images.shape()));
+      REQUIRE(set_kernel_instruction_set(level) == level);
+      tensor<float> x = images.detach();
+      x.set_requires_grad();
+      tensor<float> out = max_pool2d(x);
+      sum(out * weights).backward();
+      results.emplace_back(out, x.grad());
+      const auto& [first_out, first_grad] = results.front();
+      CHECK(std::equal(out.data(), out.data() + out.numel(), first_out.data()));
+      CHECK(std::equal(x.grad().data(), x.grad().data() + x.grad().numel(), first_grad.data()));
     }
   }
 }

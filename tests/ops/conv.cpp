@@ -55,6 +55,10 @@ const std::vector<conv_case> cases{
     {{1, 4, 17, 17}, {4, 2, 3, 3}, {.stride = {2, 2}, .padding = {2, 1}, .dilation = {2, 1}, .groups = 2}},
     {{3, 4, 6, 6}, {4, 1, 3, 3}, {.padding = {1, 1}, .groups = 4}},
     {{2, 2, 5, 5}, {3, 2, 5, 5}, {.padding = {2, 2}}},
+    // Rows one stride apart in the padded image: dilated, and long enough
+    // for full AVX-512 batches and an overlapping last one.
+    {{2, 2, 9, 11}, {3, 2, 3, 2}, {.padding = {2, 1}, .dilation = {2, 3}}},
+    {{1, 2, 4, 37}, {2, 2, 3, 3}, {.padding = {1, 1}}},
 };
 
 }  // namespace

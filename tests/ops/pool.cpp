@@ -66,6 +66,63 @@ TEST_CASE("pooling equals double loops over kernels, strides and padding") {
   CHECK(std::isnan(max_pool2d(with_nan).item()));
 }
 
+namespace {
+
+// 2x2 max pooling's winner in double: the first maximum in window order, a
+// NaN over any number.
+std::int64_t winner_reference(const tensor<double>& x, std::int64_t n, std::int64_t c, std::int64_t y,
+                              std::int64_t z) {
+  std::int64_t best = 0;
+  for (std::int64_t k = 1; k < 4; ++k) {
+    double now = x.at(n, c, 2 * y + best / 2, 2 * z + best % 2), next = x.at(n, c, 2 * y + k / 2, 2 * z + k % 2);
+    if (next > now || (std::isnan(next) && !std::isnan(now))) best = k;
+  }
+  return best;
+}
+
+template <class T>
+void check_two_by_two(const shape& xs, std::uint64_t seed) {
+  // Values from a few levels, so that windows hold ties, and some NaN.
+  tensor<double> x = test::random_tensor<double>(xs, 0, 4, seed);
+  for (std::int64_t i = 0; i < x.numel(); ++i) x.data()[i] = i % 11 == 3 ? NAN : std::floor(x.data()[i]);
+  tensor<double> weights = test::random_tensor<double>({xs[0], xs[1], xs[2] / 2, xs[3] / 2}, -1, 1, seed + 1);
+  std::vector<double> want_out, want_dx(static_cast<std::size_t>(x.numel()), 0.0);
+  for (std::int64_t n = 0; n < xs[0]; ++n)
+    for (std::int64_t c = 0; c < xs[1]; ++c)
+      for (std::int64_t y = 0; y < xs[2] / 2; ++y)
+        for (std::int64_t z = 0; z < xs[3] / 2; ++z) {
+          std::int64_t k = winner_reference(x, n, c, y, z), h = 2 * y + k / 2, w = 2 * z + k % 2;
+          want_out.push_back(x.at(n, c, h, w));
+          want_dx[static_cast<std::size_t>(((n * xs[1] + c) * xs[2] + h) * xs[3] + w)] = weights.at(n, c, y, z);
+        }
+  for (const auto& [layout_name, view] : test::layouts(x.astype<T>())) {
+    const std::string& layout = layout_name;
+    INFO(layout);
+    tensor<T> input = view.detach();
+    input.set_requires_grad();
+    tensor<T> out = max_pool2d(input);
+    test::check_values(out, weights.shape(), want_out, "2x2 max");
+    sum(out * weights.astype<T>()).backward();
+    test::check_values(input.grad(), xs, want_dx, "2x2 max gradient");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("2x2 max pooling picks the first maximum, NaN over numbers, on every row width") {
+  // Rows of 1 to 33 outputs: the scalar loop, batches of 2, 4, 8 and 16
+  // lanes, and the overlapping last batch of each; odd heights and widths
+  // leave a row and a column that no window covers.
+  std::uint64_t seed = 50;
+  for (std::int64_t out_w : {1, 2, 3, 4, 5, 7, 8, 9, 14, 16, 17, 33})
+    for (std::int64_t odd : {0, 1}) {
+      shape xs{2, 3, 4 + odd, 2 * out_w + odd};
+      INFO("input " << to_string(xs));
+      check_two_by_two<float>(xs, ++seed);
+      check_two_by_two<double>(xs, ++seed);
+    }
+}
+
 TEST_CASE("pooling passes finite-difference gradient checks, eagerly and in a static graph") {
   auto graph_max = jit([](auto x, pool2d_options o) { return max_pool2d(x * x, o); });
   auto graph_avg = jit([](auto x, pool2d_options o) { return avg_pool2d(x * x, o); });

@@ -3,18 +3,19 @@
 // kernel's size unless given) and zero padding, as in PyTorch. Padding never
 // wins a max; an average divides by the whole window, padding included
 // (PyTorch's count_include_pad). Each (image, channel) plane runs on one
-// thread. max_pool2d keeps, per output, the flat position of its maximum
-// (the first one on ties), and its gradient goes there.
+// thread. max_pool2d keeps, per output, where its maximum is (the first one
+// on ties), and its gradient goes there; the 2x2, stride-2 pooling of CNNs
+// runs in SIMD batches (kernels/cpu/pool.hpp).
 
 #include <array>
-#include <bit>
 #include <cstdint>
 #include <algorithm>
+#include <memory>
 #include <string>
-#include <type_traits>
 
 #include "tandem/core/error.hpp"
 #include "tandem/core/tensor.hpp"
+#include "tandem/kernels/cpu/pool.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
 namespace tandem {
@@ -65,55 +66,46 @@ inline window window_at(const pool_geometry& g, std::int64_t y, std::int64_t x) 
           std::min(w + g.kernel_w, g.width)};
 }
 
-// Whether the second of two candidates wins, as the general loop decides:
-// strictly greater wins (the first stays on ties), and a NaN wins over a
-// number.
-template <class T>
-inline bool second_wins(T first, T second) {
-  return (second > first) | ((second != second) & (first == first));
-}
-
-// `take ? x : y` by masks: GCC turns a conditional expression on a coin toss
-// back into a branch that mispredicts half the time.
-template <class T>
-inline T select_bits(bool take, T x, T y) {
-  using bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-  bits mask = bits(0) - static_cast<bits>(take);
-  return std::bit_cast<T>((std::bit_cast<bits>(x) & mask) | (std::bit_cast<bits>(y) & ~mask));
-}
-
-// The common 2x2, stride-2, unpadded case, one output row from input rows
-// r0 and r1 (starting at flat position `base`): no window arithmetic and
-// no branches.
-template <class T>
-void max_pool_two_by_two(const T* r0, const T* r1, std::int64_t base, std::int64_t width, std::int64_t out_w, T* out,
-                         std::int64_t* where) {
-  for (std::int64_t x = 0; x < out_w; ++x) {
-    T a = r0[2 * x], b = r0[2 * x + 1], c = r1[2 * x], d = r1[2 * x + 1];
-    bool top = second_wins(a, b), bottom = second_wins(c, d);
-    T upper = select_bits(top, b, a), lower = select_bits(bottom, d, c);
-    bool down = second_wins(upper, lower);
-    out[x] = select_bits(down, lower, upper);
-    std::int64_t low_offset = width + static_cast<std::int64_t>(bottom), high_offset = static_cast<std::int64_t>(top);
-    where[x] = base + 2 * x + high_offset + static_cast<std::int64_t>(down) * (low_offset - high_offset);
-  }
-}
-
 struct pool_gradient_op {
   static constexpr const char* name = "pool2d gradient";
 };
 
-// Where each output's maximum came from, for max_pool2d's gradient.
+// Where each output's maximum came from, for max_pool2d's gradient: a 2x2
+// window's winner where the pooling is 2x2 with stride 2 and no padding,
+// otherwise the flat position in its plane.
 struct max_pool2d_op {
   static constexpr const char* name = "max_pool2d";
   static constexpr bool saves_inputs = false;
   pool2d_options options;
-  tensor<std::int64_t> argmax;
   shape input;
+  std::shared_ptr<const window_winner[]> winners;
+  tensor<std::int64_t> argmax;
   template <std::size_t I, class G, class Y, class X>
   auto derivative(const G& g, const Y&, const X&) const {
     using T = typename G::value_type;
     tensor<T> grad = g.detach().contiguous();
+    tensor<T> dx = winners ? two_by_two_gradient(grad) : scattered_gradient(grad);
+    record(pool_gradient_op{}, dx, g);
+    return dx;
+  }
+
+ private:
+  // Every pixel is written once: its window's gradient at the winner, 0
+  // elsewhere and in the last row or column that no window covers.
+  template <class T>
+  tensor<T> two_by_two_gradient(const tensor<T>& grad) const {
+    tensor<T> dx(input);
+    const std::int64_t height = input[2], width = input[3], outputs = (height / 2) * (width / 2);
+    parallel_for(input[0] * input[1], 1, [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t p = first; p < last; ++p)
+        max_pool_2x2_backward(grad.data() + p * outputs, winners.get() + p * outputs, height, width,
+                              dx.data() + p * height * width);
+    });
+    return dx;
+  }
+
+  template <class T>
+  tensor<T> scattered_gradient(const tensor<T>& grad) const {
     tensor<T> dx = zeros<T>(input);
     std::int64_t per_plane = input[2] * input[3], outputs = grad.numel() / std::max<std::int64_t>(input[0] * input[1], 1);
     const std::int64_t* from = argmax.data();
@@ -121,7 +113,6 @@ struct max_pool2d_op {
       for (std::int64_t p = first; p < last; ++p)
         for (std::int64_t k = 0; k < outputs; ++k) dx.data()[p * per_plane + from[p * outputs + k]] += grad.data()[p * outputs + k];
     });
-    record(pool_gradient_op{}, dx, g);
     return dx;
   }
 };
@@ -161,19 +152,23 @@ tensor<T> max_pool2d(const tensor<T>& x, const pool2d_options& options = {}) {
   detail::pool_geometry g = detail::pool_geometry_of("max_pool2d", x.shape(), options);
   tensor<T> in = x.detach().contiguous();
   tensor<T> out(detail::pooled_shape(x.shape(), g));
-  tensor<std::int64_t> argmax(out.shape());
   const bool two_by_two = g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 &&
                           g.pad_w == 0;
+  if (two_by_two) {
+    auto winners = std::make_shared_for_overwrite<detail::window_winner[]>(static_cast<std::size_t>(out.numel()));
+    const std::int64_t outputs = g.out_h * g.out_w;
+    detail::parallel_for(g.planes, 1, [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t p = first; p < last; ++p)
+        detail::max_pool_2x2(in.data() + p * g.height * g.width, g.height, g.width, out.data() + p * outputs,
+                             winners.get() + p * outputs);
+    });
+    detail::record(detail::max_pool2d_op{options, x.shape(), std::move(winners), {}}, out, x);
+    return out;
+  }
+  tensor<std::int64_t> argmax(out.shape());
   detail::parallel_for(g.planes, 1, [&](std::int64_t first, std::int64_t last) {
     for (std::int64_t p = first; p < last; ++p) {
       const T* plane = in.data() + p * g.height * g.width;
-      if (two_by_two) {
-        for (std::int64_t y = 0; y < g.out_h; ++y)
-          detail::max_pool_two_by_two(plane + 2 * y * g.width, plane + (2 * y + 1) * g.width, 2 * y * g.width,
-                                      g.width, g.out_w, out.data() + (p * g.out_h + y) * g.out_w,
-                                      argmax.data() + (p * g.out_h + y) * g.out_w);
-        continue;
-      }
       for (std::int64_t y = 0; y < g.out_h; ++y)
         for (std::int64_t x0 = 0; x0 < g.out_w; ++x0) {
           detail::window win = detail::window_at(g, y, x0);
@@ -192,7 +187,7 @@ tensor<T> max_pool2d(const tensor<T>& x, const pool2d_options& options = {}) {
         }
     }
   });
-  detail::record(detail::max_pool2d_op{options, argmax, x.shape()}, out, x);
+  detail::record(detail::max_pool2d_op{options, x.shape(), nullptr, argmax}, out, x);
   return out;
 }
 

@@ -65,11 +65,83 @@ template <class T>
 TANDEM_ALWAYS_INLINE T reduce_add(const batch<T>& v) {
   return xsimd::hadd(v);
 }
+
+// Calls `step.template operator()<Arch>()` with the widest batch of the
+// target no wider than n elements of T, and returns false where none is:
+// rows of CNNs (28, 14 and 7 pixels) are shorter than one AVX-512 batch of
+// floats, and a narrower batch still beats a scalar loop.
+template <class T, class Step>
+TANDEM_ALWAYS_INLINE bool with_widest_batch_within(std::int64_t n, Step&& step) {
+  if constexpr (supported<T>) {
+    if (n >= static_cast<std::int64_t>(batch<T>::size)) {
+      step.template operator()<xsimd::default_arch>();
+      return true;
+    }
+#if XSIMD_WITH_AVX512F && XSIMD_WITH_AVX2
+    if (n >= static_cast<std::int64_t>(xsimd::batch<T, xsimd::avx2>::size)) {
+      step.template operator()<xsimd::avx2>();
+      return true;
+    }
+#endif
+#if (XSIMD_WITH_AVX512F || XSIMD_WITH_AVX) && XSIMD_WITH_SSE4_2
+    if (n >= static_cast<std::int64_t>(xsimd::batch<T, xsimd::sse4_2>::size)) {
+      step.template operator()<xsimd::sse4_2>();
+      return true;
+    }
+#endif
+  }
+  return false;
+}
+
+// Runs `step(x)` over [0, n) in steps of `lanes`, the last step moved back
+// to end at n (n >= lanes): a short row's tail is a batch overlapping the
+// one before, for steps that may write the same values twice.
+template <std::int64_t lanes, class Step>
+TANDEM_ALWAYS_INLINE void overlapping_steps(std::int64_t n, Step step) {
+  for (std::int64_t x = 0;; x += lanes) {
+    if (x + lanes > n) x = n - lanes;
+    step(x);
+    if (x + lanes == n) return;
+  }
+}
+
+// to[0, n) = from[0, n) for short rows, without a call to memmove per row.
+template <class T>
+inline void copy_row(const T* from, std::int64_t n, T* to) {
+  if (with_widest_batch_within<T>(n, [&]<class Arch>() {
+        using lanes = xsimd::batch<T, Arch>;
+        overlapping_steps<lanes::size>(n, [&](std::int64_t x) { lanes::load_unaligned(from + x).store_unaligned(to + x); });
+      }))
+    return;
+  for (std::int64_t x = 0; x < n; ++x) to[x] = from[x];
+}
+
+// to[0, n) += from[0, n) for short rows: the widest batches that fit, then
+// narrower ones.
+template <class T>
+inline void add_row(const T* from, std::int64_t n, T* to) {
+  std::int64_t done = 0;
+  while (done < n && with_widest_batch_within<T>(n - done, [&]<class Arch>() {
+           using lanes = xsimd::batch<T, Arch>;
+           constexpr std::int64_t step = lanes::size;
+           for (; done + step <= n; done += step)
+             (lanes::load_unaligned(to + done) + lanes::load_unaligned(from + done)).store_unaligned(to + done);
+         })) {
+  }
+  for (; done < n; ++done) to[done] += from[done];
+}
 #else
 template <class T>
 inline constexpr bool supported = false;
 template <class T>
 inline constexpr std::size_t width = 1;
+
+inline void copy_row(const auto* from, std::int64_t n, auto* to) {
+  for (std::int64_t x = 0; x < n; ++x) to[x] = from[x];
+}
+inline void add_row(const auto* from, std::int64_t n, auto* to) {
+  for (std::int64_t x = 0; x < n; ++x) to[x] += from[x];
+}
 #endif
 
 }  // namespace simd
