@@ -2,8 +2,9 @@
 // load the highest build the CPU runs is chosen, whatever the flags the
 // program was compiled with; every build computes what the double-precision
 // reference computes (elementwise ops, products, reductions over rows and
-// columns, softmax, batch moments, pooling), the exactly rounded ops bit for bit
-// alike, and capture's register chains the same bits as that build's rows.
+// columns, softmax, batch moments, convolution, pooling), the exactly
+// rounded ops bit for bit alike, and capture's register chains the same bits
+// as that build's rows.
 
 #include <algorithm>
 #include <cstdlib>
@@ -88,17 +89,18 @@ TEST_CASE("a build that runs fills the dispatch slots of its kernels; the progra
                              dispatched_softmax_rows<true, float>.load() != nullptr,
                              dispatched_middle_moments<double>.load() != nullptr,
                              dispatched_max_pool_2x2_backward<float>.load() != nullptr,
+                             dispatched_conv2d_backward_kernel<double>.load() != nullptr,
                              dispatched_chain_kernels.load() != nullptr};
   };
   set_kernel_instruction_set(instruction_set::generic);
-  CHECK(filled() == std::vector<bool>(9, false));
+  CHECK(filled() == std::vector<bool>(10, false));
   for (instruction_set level : runnable_levels()) {
     INFO("build ", to_string(level));
     set_kernel_instruction_set(level);
     // Every build runs but the one at the program's own level: there the
     // program's own kernels run.
     const bool build_runs = level != compiled_instruction_set;
-    CHECK(filled() == std::vector<bool>(9, build_runs));
+    CHECK(filled() == std::vector<bool>(10, build_runs));
   }
 }
 
@@ -228,6 +230,40 @@ TEST_CASE("every build reduces, normalizes and takes batch moments as the refere
       CHECK(test::close(centre.data()[channel], mean_value, 1e-13, 1e-14));
       CHECK(test::close(variance.data()[channel], squares / 140, 1e-13, 1e-14));
     }
+  }
+}
+
+TEST_CASE("every build convolves and takes convolution's gradients as double does; AVX2 and AVX-512 bit for bit alike") {
+  kernels_restored restore;
+  const tensor<float> images = test::random_tensor<float>({3, 2, 9, 30}, -1, 1, 14);
+  const tensor<float> kernel = test::random_tensor<float>({4, 2, 3, 3}, -1, 1, 15);
+  const tensor<float> weights = test::random_tensor<float>({3, 4, 9, 30}, -1, 1, 16);
+  auto run = [&]<class T>(T) {
+    tensor<T> x = images.astype<T>(), w = kernel.astype<T>();
+    x.set_requires_grad();
+    w.set_requires_grad();
+    tensor<T> y = conv2d(x, w, {.padding = {1, 1}});
+    sum(y * weights.astype<T>()).backward();
+    return std::vector<tensor<T>>{y, x.grad(), w.grad()};
+  };
+  set_kernel_instruction_set(instruction_set::generic);
+  const std::vector<tensor<double>> want = run(0.0);
+  std::vector<std::pair<instruction_set, std::vector<tensor<float>>>> results;
+  for (instruction_set level : runnable_levels()) {
+    INFO("build ", to_string(level));
+    REQUIRE(set_kernel_instruction_set(level) == level);
+    std::vector<tensor<float>> got = run(0.0f);
+    for (std::size_t k = 0; k < got.size(); ++k)
+      for (std::int64_t i = 0; i < got[k].numel(); ++i)
+        REQUIRE(test::close(got[k].data()[i], want[k].data()[i], 1e-5, 1e-4));
+    results.emplace_back(level, got);
+  }
+  const std::vector<tensor<float>>* first_fused = nullptr;
+  for (const auto& [level, got] : results) {
+    if (level < instruction_set::avx2) continue;
+    if (!first_fused) first_fused = &got;
+    for (std::size_t k = 0; k < got.size(); ++k)
+      CHECK(std::equal(got[k].data(), got[k].data() + got[k].numel(), (*first_fused)[k].data()));
   }
 }
 

@@ -5,8 +5,8 @@
 // it instantiates live in the level's namespace (kernels/cpu/isa.hpp), and
 // its installer points the dispatch slots at them or clears them: the rows
 // of the elementwise ops, the matrix product, the reductions' inner loops,
-// softmax, batch normalization's moments, 2x2 max pooling and capture's
-// register chains.
+// softmax, batch normalization's moments, convolution, 2x2 max pooling and
+// capture's register chains.
 //
 // The rows are those of the elementwise ops compiled/eager.hpp compiles
 // (TANDEM_COMPILED_EAGER_OPS), in the operand types their eager entry points
@@ -29,6 +29,7 @@
 #include <tuple>
 
 #include "tandem/capture/register_chain.hpp"
+#include "tandem/kernels/cpu/conv.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
 #include "tandem/kernels/cpu/gemm.hpp"
 #include "tandem/kernels/cpu/pool.hpp"
@@ -80,7 +81,7 @@ void install_rows(bool clear) {
 
 // The matrix product, the reducers' spans (rows) and row combinations
 // (columns), softmax and log-softmax over rows, batch normalization's
-// moments, 2x2 max pooling and its gradient.
+// moments, convolution's three drivers, 2x2 max pooling and its gradient.
 template <class T>
 void install_row_kernels(bool clear) {
   install(dispatched_gemm<T>, &native_gemm_without_epilogue<T>, clear);
@@ -91,6 +92,9 @@ void install_row_kernels(bool clear) {
   install(dispatched_softmax_rows<false, T>, &native_softmax_rows<false, T>, clear);
   install(dispatched_softmax_rows<true, T>, &native_softmax_rows<true, T>, clear);
   install(dispatched_middle_moments<T>, &native_middle_moments<T>, clear);
+  install(dispatched_conv2d_forward<T>, &native_conv2d_forward<T>, clear);
+  install(dispatched_conv2d_backward_input<T>, &native_conv2d_backward_input<T>, clear);
+  install(dispatched_conv2d_backward_kernel<T>, &native_conv2d_backward_kernel<T>, clear);
   install(dispatched_max_pool_2x2<T>, &native_max_pool_2x2<T>, clear);
   install(dispatched_max_pool_2x2_backward<T>, &native_max_pool_2x2_backward<T>, clear);
 }

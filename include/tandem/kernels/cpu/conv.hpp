@@ -11,6 +11,7 @@
 // any thread count.
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -162,7 +163,7 @@ inline namespace TANDEM_KERNEL_ISA {
 
 // y = conv(x, w) (+ bias per output channel, where bias is not null).
 template <class T>
-void conv2d_forward(const conv_layout& l, const T* x, const T* w, const T* bias, T* y) {
+void native_conv2d_forward(const conv_layout& l, const T* x, const T* w, const T* bias, T* y) {
   const std::int64_t plane = l.plane(), k = l.depth(), per_group = l.per_group();
   parallel_for(l.g.batch, 1, [&](std::int64_t first, std::int64_t last) {
     T* columns = conv_buffer<T>(0, l.g.rows() * plane);
@@ -181,7 +182,7 @@ void conv2d_forward(const conv_layout& l, const T* x, const T* w, const T* bias,
 
 // dx from dy: per image, W^T dy, added back into the image by col2im.
 template <class T>
-void conv2d_backward_input(const conv_layout& l, const T* dy, const T* w, T* dx) {
+void native_conv2d_backward_input(const conv_layout& l, const T* dy, const T* w, T* dx) {
   const std::int64_t plane = l.plane(), k = l.depth(), per_group = l.per_group();
   parallel_for(l.g.batch, 1, [&](std::int64_t first, std::int64_t last) {
     T* columns = conv_buffer<T>(0, l.g.rows() * plane);
@@ -199,7 +200,7 @@ void conv2d_backward_input(const conv_layout& l, const T* dy, const T* w, T* dx)
 // transposed, taken over fixed chunks of images and then over the chunks in
 // order.
 template <class T>
-void conv2d_backward_kernel(const conv_layout& l, const T* dy, const T* x, T* dw) {
+void native_conv2d_backward_kernel(const conv_layout& l, const T* dy, const T* x, T* dw) {
   constexpr std::int64_t images_per_chunk = 8;
   const std::int64_t plane = l.plane(), k = l.depth(), per_group = l.per_group();
   const std::int64_t size = l.out_channels * k, chunks = (l.g.batch + images_per_chunk - 1) / images_per_chunk;
@@ -215,16 +216,65 @@ void conv2d_backward_kernel(const conv_layout& l, const T* dy, const T* x, T* dw
         im2col_image(l.g, x + n * l.image_size(), columns);
         const T* grad = dy + n * l.out_channels * plane;
         for (std::int64_t group = 0; group < l.groups; ++group) {
-          gemm<T>(per_group, k, plane, {grad + group * per_group * plane, plane, 1},
-                  {columns + group * k * plane, 1, plane}, product, k);
+          // The product transposed, columns times dy^T: the columns are read
+          // in place and dy^T packs into one or two panels, where dy times
+          // the columns^T packed the columns across every panel, one
+          // element per step. Each element is the same sum in the same order.
+          gemm<T>(k, per_group, plane, {columns + group * k * plane, plane, 1},
+                  {grad + group * per_group * plane, 1, plane}, product, per_group);
           T* target = sum + group * per_group * k;
-          for (std::int64_t e = 0; e < per_group * k; ++e) target[e] += product[e];
+          for (std::int64_t o = 0; o < per_group; ++o)
+            for (std::int64_t r = 0; r < k; ++r) target[o * k + r] += product[r * per_group + o];
         }
       }
     }
   });
   for (std::int64_t chunk = 0; chunk < chunks; ++chunk)
     for (std::int64_t e = 0; e < size; ++e) dw[e] += partial[static_cast<std::size_t>(chunk * size + e)];
+}
+
+}  // inline namespace TANDEM_KERNEL_ISA
+
+// The three drivers are dispatched whole (kernels/cpu/dispatch.hpp): a
+// build's unfolding and its products run together.
+template <class T>
+using conv2d_forward_function = void (*)(const conv_layout&, const T*, const T*, const T*, T*);
+template <class T>
+using conv2d_backward_function = void (*)(const conv_layout&, const T*, const T*, T*);
+template <class T>
+inline constinit std::atomic<conv2d_forward_function<T>> dispatched_conv2d_forward{nullptr};
+template <class T>
+inline constinit std::atomic<conv2d_backward_function<T>> dispatched_conv2d_backward_input{nullptr};
+template <class T>
+inline constinit std::atomic<conv2d_backward_function<T>> dispatched_conv2d_backward_kernel{nullptr};
+
+inline namespace TANDEM_KERNEL_ISA {
+
+template <class T>
+void conv2d_forward(const conv_layout& l, const T* x, const T* w, const T* bias, T* y) {
+#if !TANDEM_HEADER_ONLY
+  if (const conv2d_forward_function<T> chosen = dispatched_conv2d_forward<T>.load(std::memory_order_relaxed))
+    return chosen(l, x, w, bias, y);
+#endif
+  native_conv2d_forward(l, x, w, bias, y);
+}
+
+template <class T>
+void conv2d_backward_input(const conv_layout& l, const T* dy, const T* w, T* dx) {
+#if !TANDEM_HEADER_ONLY
+  if (const conv2d_backward_function<T> chosen = dispatched_conv2d_backward_input<T>.load(std::memory_order_relaxed))
+    return chosen(l, dy, w, dx);
+#endif
+  native_conv2d_backward_input(l, dy, w, dx);
+}
+
+template <class T>
+void conv2d_backward_kernel(const conv_layout& l, const T* dy, const T* x, T* dw) {
+#if !TANDEM_HEADER_ONLY
+  if (const conv2d_backward_function<T> chosen = dispatched_conv2d_backward_kernel<T>.load(std::memory_order_relaxed))
+    return chosen(l, dy, x, dw);
+#endif
+  native_conv2d_backward_kernel(l, dy, x, dw);
 }
 
 }  // inline namespace TANDEM_KERNEL_ISA

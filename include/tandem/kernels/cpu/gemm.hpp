@@ -150,7 +150,15 @@ TANDEM_ALWAYS_INLINE void pack_panel(const strided_matrix<T>& m, std::int64_t ro
   const std::int64_t depth_stride = RowsOfA ? m.col_stride : m.row_stride;
   const T* base = m.data + row * m.row_stride + col * m.col_stride;
   if (lane_stride == 1 && count == W) {
-    for (std::int64_t d = 0; d < depth; ++d) std::copy_n(base + d * depth_stride, W, out + d * W);
+    // In batches: std::copy_n of a B panel's 32 floats is a call to memmove
+    // per step of d under GCC 12.
+    constexpr std::int64_t lanes = static_cast<std::int64_t>(simd::width<T>);
+    for (std::int64_t d = 0; d < depth; ++d) {
+      if constexpr (W % lanes == 0)
+        for (std::int64_t w = 0; w < W; w += lanes) simd::store(out + d * W + w, simd::load(base + d * depth_stride + w));
+      else
+        std::copy_n(base + d * depth_stride, W, out + d * W);
+    }
     return;
   }
   if (count == W) {
