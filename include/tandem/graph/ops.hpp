@@ -12,6 +12,7 @@
 #include "tandem/graph/trace.hpp"
 #include "tandem/ops/conv.hpp"
 #include "tandem/ops/linalg.hpp"
+#include "tandem/ops/normalization.hpp"
 #include "tandem/ops/pool.hpp"
 #include "tandem/ops/reduce.hpp"
 #include "tandem/ops/shape.hpp"
@@ -238,6 +239,15 @@ auto conv2d(const X& x, const W& w, const B& bias, const conv2d_options& options
   return detail::apply_eager(
       "conv2d", [options](const auto& a, const auto& k, const auto& b) { return conv2d(a, k, b, options); },
       detail::operand_symbol(x), detail::operand_symbol(w), detail::operand_symbol(bias));
+}
+
+template <class X, class W, class B>
+  requires detail::any_symbolic<X, W, B> && detail::has_elements<X> && detail::has_elements<W> &&
+           detail::has_elements<B>
+auto batch_normalize(const X& x, const W& weight, const B& bias, double eps) {
+  return detail::apply_eager(
+      "batch_normalize", [eps](const auto& a, const auto& w, const auto& b) { return batch_normalize(a, w, b, eps); },
+      detail::operand_symbol(x), detail::operand_symbol(weight), detail::operand_symbol(bias));
 }
 
 template <class N>

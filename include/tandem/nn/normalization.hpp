@@ -7,9 +7,9 @@
 //   running = (1 - momentum) * running + momentum * batch
 // (MindSpore's momentum m is PyTorch's 1 - m); the running variance takes
 // the unbiased batch variance. In evaluation they use the running
-// statistics. The statistics are one node of a static graph whose work
-// depends on the mode, so the same graph serves both, and the update runs
-// on every call of it.
+// statistics. The layer is one node of a static graph whose work depends on
+// the mode, so the same graph serves both, and the update runs on every
+// call of it.
 //
 // layer_norm normalizes over the last axes (`normalized` extents) with a
 // learned scale and shift per element.
@@ -51,9 +51,7 @@ class batch_norm : public module<batch_norm<T, Rank>> {
   template <class X>
   auto forward(const X& x) const {
     const batch_norm* self = this;
-    auto centre = tandem::detail::call_or_trace("batch_norm_mean", [self](const auto& t) { return self->mean_of(t); }, x);
-    auto scale = tandem::detail::call_or_trace("batch_norm_scale", [self](const auto& t) { return self->scale_of(t); }, x);
-    return (x - centre) * scale + bias.reshape(broadcast_shape());
+    return tandem::detail::call_or_trace("batch_norm", [self](const auto& t) { return self->normalized(t); }, x);
   }
 
  private:
@@ -66,44 +64,35 @@ class batch_norm : public module<batch_norm<T, Rank>> {
     for (int k = 2; k < Rank; ++k) s.push_back(1);
     return s;
   }
-  axes reduced_axes() const { return Rank == 2 ? axes{0} : axes{0, 2, 3}; }
   void check_input(const tensor<T>& x) const {
     if (x.dim() != Rank || x.shape(1) != weight.shape(0))
       throw shape_error("tandem::nn::batch_norm: expected " + std::string(Rank == 2 ? "[N, C]" : "[N, C, H, W]") +
                         " with C = " + std::to_string(weight.shape(0)) + ", got " + to_string(x.shape()));
   }
 
-  // The per-channel mean: the batch's (differentiable) when training, the
-  // running one when evaluating.
-  tensor<T> mean_of(const tensor<T>& x) const {
+  // Training: the batch's statistics (batch_normalize, one op forward and
+  // backward) and the running statistics' update. Evaluating: the running
+  // statistics.
+  tensor<T> normalized(const tensor<T>& x) const {
     check_input(x);
-    if (!this->is_training()) return running_mean.reshape(broadcast_shape());
-    return mean(x, reduced_axes(), true).reshape(broadcast_shape());
-  }
-
-  // weight / sqrt(variance + eps) per channel; when training, also the
-  // running statistics' update.
-  tensor<T> scale_of(const tensor<T>& x) const {
-    check_input(x);
-    if (!this->is_training()) return (weight / sqrt(running_var + static_cast<T>(eps))).reshape(broadcast_shape());
-    tensor<T> batch_mean;
-    tensor<T> variance = batch_variance(x, &batch_mean).reshape(broadcast_shape());
-    {
-      no_grad update;
-      std::int64_t count = x.numel() / x.shape(1);
-      batch_mean = batch_mean.reshape({weight.shape(0)});
-      T bessel = count > 1 ? static_cast<T>(count) / static_cast<T>(count - 1) : T(1);
-      tensor<T> unbiased = variance.detach().reshape({weight.shape(0)}) * bessel;
-      auto m = static_cast<T>(momentum);
-      tensor<T> next_mean = running_mean * (1 - m) + batch_mean * m;
-      tensor<T> next_var = running_var * (1 - m) + unbiased * m;
-      // Handles share storage: writing through a copy updates the buffers
-      // (forward is const, as a graph's function is).
-      tensor<T> mean_buffer = running_mean, var_buffer = running_var;
-      mean_buffer.assign(next_mean);
-      var_buffer.assign(next_var);
-    }
-    return weight.reshape(broadcast_shape()) / sqrt(variance + static_cast<T>(eps));
+    const shape channels = broadcast_shape();
+    if (!this->is_training())
+      return (x - running_mean.reshape(channels)) * (weight / sqrt(running_var + static_cast<T>(eps))).reshape(channels) +
+             bias.reshape(channels);
+    tensor<T> batch_mean, variance;
+    tensor<T> out = batch_normalize(x, weight, bias, eps, &batch_mean, &variance);
+    no_grad update;
+    std::int64_t count = x.numel() / x.shape(1);
+    T bessel = count > 1 ? static_cast<T>(count) / static_cast<T>(count - 1) : T(1);
+    auto m = static_cast<T>(momentum);
+    tensor<T> next_mean = running_mean * (1 - m) + batch_mean * m;
+    tensor<T> next_var = running_var * (1 - m) + variance * bessel * m;
+    // Handles share storage: writing through a copy updates the buffers
+    // (forward is const, as a graph's function is).
+    tensor<T> mean_buffer = running_mean, var_buffer = running_var;
+    mean_buffer.assign(next_mean);
+    var_buffer.assign(next_var);
+    return out;
   }
 };
 

@@ -5,14 +5,25 @@
 // composite var() makes four passes and two temporaries; its derivative,
 // 2 (x - mean) g / count, is one pass too (a second derivative takes the
 // composite route).
+//
+// batch_normalize: batch normalization in training, (x - mean) / sqrt(var +
+// eps) * weight + bias per channel with the batch's statistics, as one op:
+// the statistics (two reads of x) and one affine pass forward; backward, the
+// bias's gradient is one read of g, the weight's one read of g and x, and
+// x's two (its sums, then one affine pass), where the composite of mean,
+// variance and broadcasts takes about ten passes over the activations and
+// keeps their products. A second derivative takes the composite route.
 
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tandem/autograd/grad_mode.hpp"
 #include "tandem/autograd/record.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/tensor.hpp"
+#include "tandem/kernels/cpu/normalization.hpp"
 #include "tandem/kernels/cpu/reduce.hpp"
 #include "tandem/ops/elementwise/map.hpp"
 #include "tandem/ops/reduce.hpp"
@@ -69,6 +80,117 @@ tensor<T> batch_variance(const tensor<T>& x, tensor<T>* batch_mean = nullptr) {
   detail::record(detail::batch_variance_op<T>{centre, T(2) / count, x.dim() == 4 ? axes{0, 2, 3} : axes{0}}, variance,
                  x);
   return variance;
+}
+
+namespace detail {
+
+// [N, C] or [N, C, H, W] as [outer, kept, inner].
+struct channel_layout {
+  std::int64_t outer, kept, inner;
+};
+inline channel_layout channel_layout_of(const shape& x) {
+  return {x[0], x[1], x.size() == 4 ? x[2] * x[3] : 1};
+}
+
+template <class T>
+struct batch_normalize_op {
+  static constexpr const char* name = "batch_normalize";
+  tensor<T> mean, inverse_std;  // [C], detached
+  double eps;
+
+  template <std::size_t I, class G, class Y, class X, class W, class B>
+  auto derivative(const G& g, const Y&, const X& x, const W& weight, const B&) const {
+    if (is_grad_enabled()) return composite_derivative<I>(g, x, weight);
+    const channel_layout l = channel_layout_of(x.shape());
+    tensor<T> dy = g.detach().contiguous(), values = x.detach().contiguous();
+    std::vector<double> sum_g(static_cast<std::size_t>(l.kept)), sum_gx(static_cast<std::size_t>(l.kept));
+    auto sums = [&] {
+      gradient_sums_per_channel(dy.data(), values.data(), l.outer, l.kept, l.inner, mean.data(), sum_g.data(),
+                                sum_gx.data());
+    };
+    if constexpr (I == 2) {
+      sums();
+      return channel_values<T>(l.kept, [&](std::int64_t k) { return sum_g[k]; });
+    } else if constexpr (I == 1) {
+      sums();
+      return channel_values<T>(l.kept, [&](std::int64_t k) { return sum_gx[k] * double(inverse_std.data()[k]); });
+    } else {
+      // dx = w r (g - sum(g) / M - xhat sum(g xhat) / M), xhat = (x - mean) r:
+      // g a + x b + c per channel.
+      sums();
+      tensor<T> w = weight.detach().contiguous(), a(shape{l.kept}), b(shape{l.kept}), c(shape{l.kept});
+      const double count = double(l.outer * l.inner);
+      for (std::int64_t k = 0; k < l.kept; ++k) {
+        const double r = inverse_std.data()[k], wr = double(w.data()[k]) * r;
+        const double slope = -wr * r * r * sum_gx[k] / count;
+        a.data()[k] = static_cast<T>(wr);
+        b.data()[k] = static_cast<T>(slope);
+        c.data()[k] = static_cast<T>(-wr * sum_g[k] / count - slope * double(mean.data()[k]));
+      }
+      tensor<T> dx(x.shape());
+      two_term_affine_per_channel(dy.data(), values.data(), l.outer, l.kept, l.inner, a.data(), b.data(), c.data(),
+                                  dx.data());
+      return dx;
+    }
+  }
+
+ private:
+  template <class U, class F>
+  static tensor<U> channel_values(std::int64_t kept, F value) {
+    tensor<U> out(shape{kept});
+    for (std::int64_t k = 0; k < kept; ++k) out.data()[k] = static_cast<U>(value(k));
+    return out;
+  }
+
+  // The same derivatives from differentiable ops, for create_graph.
+  template <std::size_t I, class G, class X, class W>
+  auto composite_derivative(const G& g, const X& x, const W& weight) const {
+    const bool images = x.dim() == 4;
+    const axes reduced = images ? axes{0, 2, 3} : axes{0};
+    const shape per_channel = images ? shape{x.shape(1), 1, 1} : shape{x.shape(1)};
+    auto centred = x - tandem::mean(x, reduced, true);
+    auto r = rsqrt(tandem::mean(centred * centred, reduced, true) + static_cast<T>(eps));
+    auto normalized = centred * r;
+    if constexpr (I == 2) return sum(g, reduced);
+    else if constexpr (I == 1) return sum(g * normalized, reduced);
+    else
+      return weight.reshape(per_channel) * r *
+             (g - tandem::mean(g, reduced, true) - normalized * tandem::mean(g * normalized, reduced, true));
+  }
+};
+
+}  // namespace detail
+
+// Batch normalization in training: x ([N, C] or [N, C, H, W]) normalized per
+// channel with the batch's mean and biased variance, times weight plus bias
+// ([C] each). `batch_mean` and `batch_var`, when given, receive the
+// statistics ([C]) for the running averages.
+template <floating_element T>
+tensor<T> batch_normalize(const tensor<T>& x, const tensor<T>& weight, const tensor<T>& bias, double eps,
+                          tensor<T>* batch_mean = nullptr, tensor<T>* batch_var = nullptr) {
+  if ((x.dim() != 2 && x.dim() != 4) || x.numel() == 0 || weight.shape() != shape{x.shape(1)} ||
+      bias.shape() != shape{x.shape(1)})
+    throw shape_error("tandem::batch_normalize: expected a non-empty [N, C] or [N, C, H, W] input and a [C] weight "
+                      "and bias, got " +
+                      to_string(x.shape()) + ", " + to_string(weight.shape()) + " and " + to_string(bias.shape()));
+  if (!(eps > 0)) throw value_error("tandem::batch_normalize: eps must be positive");
+  const detail::channel_layout l = detail::channel_layout_of(x.shape());
+  tensor<T> values = x.detach().contiguous(), w = weight.detach().contiguous(), b = bias.detach().contiguous();
+  const shape channels{l.kept};
+  tensor<T> centre(channels), variance(channels), inverse_std(channels), scale(channels), shift(channels);
+  detail::middle_moments(values.data(), l.outer, l.kept, l.inner, centre.data(), variance.data());
+  for (std::int64_t k = 0; k < l.kept; ++k) {
+    const double r = 1.0 / std::sqrt(double(variance.data()[k]) + eps);
+    inverse_std.data()[k] = static_cast<T>(r);
+    scale.data()[k] = static_cast<T>(double(w.data()[k]) * r);
+    shift.data()[k] = static_cast<T>(double(b.data()[k]) - double(centre.data()[k]) * double(w.data()[k]) * r);
+  }
+  tensor<T> out(x.shape());
+  detail::affine_per_channel(values.data(), l.outer, l.kept, l.inner, scale.data(), shift.data(), out.data());
+  if (batch_mean) *batch_mean = centre;
+  if (batch_var) *batch_var = variance;
+  detail::record(detail::batch_normalize_op<T>{centre, inverse_std, eps}, out, x, weight, bias);
+  return out;
 }
 
 }  // namespace tandem

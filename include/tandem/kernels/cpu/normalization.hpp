@@ -1,0 +1,121 @@
+#pragma once
+// Batch normalization's passes over x viewed as [outer, kept, inner]
+// (N, C, H * W), contiguous: per channel k an affine map of each plane,
+// y = x * a[k] + b[k] (the normalization, and with the gradient's
+// coefficients dx = g * a[k] + x * b[k] + c[k]), and the two sums the
+// gradient needs, sum(g) and sum(g * (x - mean)), in one read of g and x.
+// Planes are summed in SIMD batches and added in double per channel, in a
+// fixed order: the bits do not depend on the thread count.
+
+#include <algorithm>
+#include <cstdint>
+
+#include "tandem/kernels/cpu/simd.hpp"
+#include "tandem/kernels/cpu/thread_pool.hpp"
+
+namespace tandem::detail {
+inline namespace TANDEM_KERNEL_ISA {
+
+// out = x * a + b over n values.
+template <class T>
+void affine_plane(const T* x, std::int64_t n, T a, T b, T* out) {
+  std::int64_t i = 0;
+#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+  if constexpr (simd::supported<T>) {
+    using batch = simd::batch<T>;
+    constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
+    const batch scale = simd::splat(a), shift = simd::splat(b);
+    for (; i + w <= n; i += w) simd::store(out + i, xsimd::fma(simd::load(x + i), scale, shift));
+  }
+#endif
+  for (; i < n; ++i) out[i] = x[i] * a + b;
+}
+
+// out = g * a + x * b + c over n values.
+template <class T>
+void two_term_affine_plane(const T* g, const T* x, std::int64_t n, T a, T b, T c, T* out) {
+  std::int64_t i = 0;
+#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+  if constexpr (simd::supported<T>) {
+    using batch = simd::batch<T>;
+    constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
+    const batch ga = simd::splat(a), xb = simd::splat(b), shift = simd::splat(c);
+    for (; i + w <= n; i += w)
+      simd::store(out + i, xsimd::fma(simd::load(g + i), ga, xsimd::fma(simd::load(x + i), xb, shift)));
+  }
+#endif
+  for (; i < n; ++i) out[i] = g[i] * a + (x[i] * b + c);
+}
+
+// sum(g) and sum(g * (x - centre)) over n values.
+template <class T>
+void gradient_sums_plane(const T* g, const T* x, std::int64_t n, T centre, double& sum_g, double& sum_gx) {
+  T total = 0, weighted = 0;
+  std::int64_t i = 0;
+#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+  if constexpr (simd::supported<T>) {
+    using batch = simd::batch<T>;
+    constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
+    if (n >= w) {
+      const batch c = simd::splat(centre);
+      batch t = simd::splat(T(0)), s = t;
+      for (; i + w <= n; i += w) {
+        batch gi = simd::load(g + i);
+        t += gi;
+        s = xsimd::fma(gi, simd::load(x + i) - c, s);
+      }
+      total = simd::reduce_add(t);
+      weighted = simd::reduce_add(s);
+    }
+  }
+#endif
+  for (; i < n; ++i) {
+    total += g[i];
+    weighted += g[i] * (x[i] - centre);
+  }
+  sum_g += total;
+  sum_gx += weighted;
+}
+
+// Per plane (a, k) of [outer, kept, inner]: out = x * a[k] + b[k].
+template <class T>
+void affine_per_channel(const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner, const T* a, const T* b,
+                        T* out) {
+  std::int64_t grain = std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(inner, 1));
+  parallel_for(outer * kept, grain, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t plane = first; plane < last; ++plane) {
+      std::int64_t k = plane % kept;
+      affine_plane(x + plane * inner, inner, a[k], b[k], out + plane * inner);
+    }
+  });
+}
+
+// Per plane: out = g * a[k] + x * b[k] + c[k].
+template <class T>
+void two_term_affine_per_channel(const T* g, const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner,
+                                 const T* a, const T* b, const T* c, T* out) {
+  std::int64_t grain = std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(inner, 1));
+  parallel_for(outer * kept, grain, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t plane = first; plane < last; ++plane) {
+      std::int64_t k = plane % kept;
+      two_term_affine_plane(g + plane * inner, x + plane * inner, inner, a[k], b[k], c[k], out + plane * inner);
+    }
+  });
+}
+
+// Per channel k: sum_g[k] = sum(g), sum_gx[k] = sum(g * (x - centre[k])).
+template <class T>
+void gradient_sums_per_channel(const T* g, const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner,
+                               const T* centre, double* sum_g, double* sum_gx) {
+  parallel_for(kept, 1, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t k = first; k < last; ++k) {
+      sum_g[k] = sum_gx[k] = 0;
+      for (std::int64_t a = 0; a < outer; ++a)
+        gradient_sums_plane(g + (a * kept + k) * inner, x + (a * kept + k) * inner, inner, centre[k], sum_g[k],
+                            sum_gx[k]);
+    }
+  });
+}
+
+}  // inline namespace TANDEM_KERNEL_ISA
+}  // namespace tandem::detail
