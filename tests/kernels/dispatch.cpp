@@ -2,7 +2,7 @@
 // load the highest build the CPU runs is chosen, whatever the flags the
 // program was compiled with; every build computes what the double-precision
 // reference computes (elementwise ops, products, reductions over rows and
-// columns, softmax, batch moments, convolution, pooling), the exactly
+// columns, softmax, batch normalization, convolution, pooling), the exactly
 // rounded ops bit for bit alike, and capture's register chains the same bits
 // as that build's rows.
 
@@ -90,17 +90,18 @@ TEST_CASE("a build that runs fills the dispatch slots of its kernels; the progra
                              dispatched_middle_moments<double>.load() != nullptr,
                              dispatched_max_pool_2x2_backward<float>.load() != nullptr,
                              dispatched_conv2d_backward_kernel<double>.load() != nullptr,
+                             dispatched_gradient_sums_per_channel<float>.load() != nullptr,
                              dispatched_chain_kernels.load() != nullptr};
   };
   set_kernel_instruction_set(instruction_set::generic);
-  CHECK(filled() == std::vector<bool>(10, false));
+  CHECK(filled() == std::vector<bool>(11, false));
   for (instruction_set level : runnable_levels()) {
     INFO("build ", to_string(level));
     set_kernel_instruction_set(level);
     // Every build runs but the one at the program's own level: there the
     // program's own kernels run.
     const bool build_runs = level != compiled_instruction_set;
-    CHECK(filled() == std::vector<bool>(10, build_runs));
+    CHECK(filled() == std::vector<bool>(11, build_runs));
   }
 }
 
@@ -264,6 +265,30 @@ TEST_CASE("every build convolves and takes convolution's gradients as double doe
     if (!first_fused) first_fused = &got;
     for (std::size_t k = 0; k < got.size(); ++k)
       CHECK(std::equal(got[k].data(), got[k].data() + got[k].numel(), (*first_fused)[k].data()));
+  }
+}
+
+TEST_CASE("every build normalizes batches and takes their gradients as double does") {
+  kernels_restored restore;
+  const tensor<float> images = test::random_tensor<float>({5, 3, 7, 9}, -2, 3, 17);
+  const tensor<float> scale = test::random_tensor<float>({3}, 0.5, 2, 18), shift = test::random_tensor<float>({3}, -1, 1, 19);
+  const tensor<float> weights = test::random_tensor<float>({5, 3, 7, 9}, -1, 1, 20);
+  auto run = [&]<class T>(T) {
+    tensor<T> x = images.astype<T>(), w = scale.astype<T>(), b = shift.astype<T>();
+    for (tensor<T>* t : {&x, &w, &b}) t->set_requires_grad();
+    tensor<T> y = batch_normalize(x, w, b, 1e-5);
+    sum(y * weights.astype<T>()).backward();
+    return std::vector<tensor<T>>{y, x.grad(), w.grad(), b.grad()};
+  };
+  set_kernel_instruction_set(instruction_set::generic);
+  const std::vector<tensor<double>> want = run(0.0);
+  for (instruction_set level : runnable_levels()) {
+    INFO("build ", to_string(level));
+    REQUIRE(set_kernel_instruction_set(level) == level);
+    std::vector<tensor<float>> got = run(0.0f);
+    for (std::size_t k = 0; k < got.size(); ++k)
+      for (std::int64_t i = 0; i < got[k].numel(); ++i)
+        REQUIRE(test::close(got[k].data()[i], want[k].data()[i], 1e-4, 1e-4));
   }
 }
 

@@ -5,7 +5,7 @@
 // it instantiates live in the level's namespace (kernels/cpu/isa.hpp), and
 // its installer points the dispatch slots at them or clears them: the rows
 // of the elementwise ops, the matrix product, the reductions' inner loops,
-// softmax, batch normalization's moments, convolution, 2x2 max pooling and
+// softmax, batch normalization's passes, convolution, 2x2 max pooling and
 // capture's register chains.
 //
 // The rows are those of the elementwise ops compiled/eager.hpp compiles
@@ -32,6 +32,7 @@
 #include "tandem/kernels/cpu/conv.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
 #include "tandem/kernels/cpu/gemm.hpp"
+#include "tandem/kernels/cpu/normalization.hpp"
 #include "tandem/kernels/cpu/pool.hpp"
 #include "tandem/kernels/cpu/reduce.hpp"
 #include "tandem/kernels/cpu/softmax.hpp"
@@ -81,7 +82,8 @@ void install_rows(bool clear) {
 
 // The matrix product, the reducers' spans (rows) and row combinations
 // (columns), softmax and log-softmax over rows, batch normalization's
-// moments, convolution's three drivers, 2x2 max pooling and its gradient.
+// moments and passes, convolution's three drivers, 2x2 max pooling and its
+// gradient.
 template <class T>
 void install_row_kernels(bool clear) {
   install(dispatched_gemm<T>, &native_gemm_without_epilogue<T>, clear);
@@ -92,6 +94,9 @@ void install_row_kernels(bool clear) {
   install(dispatched_softmax_rows<false, T>, &native_softmax_rows<false, T>, clear);
   install(dispatched_softmax_rows<true, T>, &native_softmax_rows<true, T>, clear);
   install(dispatched_middle_moments<T>, &native_middle_moments<T>, clear);
+  install(dispatched_affine_per_channel<T>, &native_affine_per_channel<T>, clear);
+  install(dispatched_two_term_affine_per_channel<T>, &native_two_term_affine_per_channel<T>, clear);
+  install(dispatched_gradient_sums_per_channel<T>, &native_gradient_sums_per_channel<T>, clear);
   install(dispatched_conv2d_forward<T>, &native_conv2d_forward<T>, clear);
   install(dispatched_conv2d_backward_input<T>, &native_conv2d_backward_input<T>, clear);
   install(dispatched_conv2d_backward_kernel<T>, &native_conv2d_backward_kernel<T>, clear);

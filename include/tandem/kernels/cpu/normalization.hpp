@@ -5,9 +5,11 @@
 // coefficients dx = g * a[k] + x * b[k] + c[k]), and the two sums the
 // gradient needs, sum(g) and sum(g * (x - mean)), in one read of g and x.
 // Planes are summed in SIMD batches and added in double per channel, in a
-// fixed order: the bits do not depend on the thread count.
+// fixed order: the bits do not depend on the thread count. The three passes
+// are dispatched per build (kernels/cpu/dispatch.hpp).
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "tandem/kernels/cpu/simd.hpp"
@@ -79,7 +81,7 @@ void gradient_sums_plane(const T* g, const T* x, std::int64_t n, T centre, doubl
 
 // Per plane (a, k) of [outer, kept, inner]: out = x * a[k] + b[k].
 template <class T>
-void affine_per_channel(const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner, const T* a, const T* b,
+void native_affine_per_channel(const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner, const T* a, const T* b,
                         T* out) {
   std::int64_t grain = std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(inner, 1));
   parallel_for(outer * kept, grain, [&](std::int64_t first, std::int64_t last) {
@@ -92,7 +94,7 @@ void affine_per_channel(const T* x, std::int64_t outer, std::int64_t kept, std::
 
 // Per plane: out = g * a[k] + x * b[k] + c[k].
 template <class T>
-void two_term_affine_per_channel(const T* g, const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner,
+void native_two_term_affine_per_channel(const T* g, const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner,
                                  const T* a, const T* b, const T* c, T* out) {
   std::int64_t grain = std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(inner, 1));
   parallel_for(outer * kept, grain, [&](std::int64_t first, std::int64_t last) {
@@ -105,7 +107,7 @@ void two_term_affine_per_channel(const T* g, const T* x, std::int64_t outer, std
 
 // Per channel k: sum_g[k] = sum(g), sum_gx[k] = sum(g * (x - centre[k])).
 template <class T>
-void gradient_sums_per_channel(const T* g, const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner,
+void native_gradient_sums_per_channel(const T* g, const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner,
                                const T* centre, double* sum_g, double* sum_gx) {
   parallel_for(kept, 1, [&](std::int64_t first, std::int64_t last) {
     for (std::int64_t k = first; k < last; ++k) {
@@ -115,6 +117,55 @@ void gradient_sums_per_channel(const T* g, const T* x, std::int64_t outer, std::
                             sum_gx[k]);
     }
   });
+}
+
+}  // inline namespace TANDEM_KERNEL_ISA
+
+template <class T>
+using affine_function = void (*)(const T*, std::int64_t, std::int64_t, std::int64_t, const T*, const T*, T*);
+template <class T>
+using two_term_affine_function = void (*)(const T*, const T*, std::int64_t, std::int64_t, std::int64_t, const T*,
+                                          const T*, const T*, T*);
+template <class T>
+using gradient_sums_function = void (*)(const T*, const T*, std::int64_t, std::int64_t, std::int64_t, const T*,
+                                        double*, double*);
+template <class T>
+inline constinit std::atomic<affine_function<T>> dispatched_affine_per_channel{nullptr};
+template <class T>
+inline constinit std::atomic<two_term_affine_function<T>> dispatched_two_term_affine_per_channel{nullptr};
+template <class T>
+inline constinit std::atomic<gradient_sums_function<T>> dispatched_gradient_sums_per_channel{nullptr};
+
+inline namespace TANDEM_KERNEL_ISA {
+
+template <class T>
+void affine_per_channel(const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner, const T* a, const T* b,
+                        T* out) {
+#if !TANDEM_HEADER_ONLY
+  if (const affine_function<T> chosen = dispatched_affine_per_channel<T>.load(std::memory_order_relaxed))
+    return chosen(x, outer, kept, inner, a, b, out);
+#endif
+  native_affine_per_channel(x, outer, kept, inner, a, b, out);
+}
+
+template <class T>
+void two_term_affine_per_channel(const T* g, const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner,
+                                 const T* a, const T* b, const T* c, T* out) {
+#if !TANDEM_HEADER_ONLY
+  if (const two_term_affine_function<T> chosen = dispatched_two_term_affine_per_channel<T>.load(std::memory_order_relaxed))
+    return chosen(g, x, outer, kept, inner, a, b, c, out);
+#endif
+  native_two_term_affine_per_channel(g, x, outer, kept, inner, a, b, c, out);
+}
+
+template <class T>
+void gradient_sums_per_channel(const T* g, const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner,
+                               const T* centre, double* sum_g, double* sum_gx) {
+#if !TANDEM_HEADER_ONLY
+  if (const gradient_sums_function<T> chosen = dispatched_gradient_sums_per_channel<T>.load(std::memory_order_relaxed))
+    return chosen(g, x, outer, kept, inner, centre, sum_g, sum_gx);
+#endif
+  native_gradient_sums_per_channel(g, x, outer, kept, inner, centre, sum_g, sum_gx);
 }
 
 }  // inline namespace TANDEM_KERNEL_ISA
