@@ -145,6 +145,10 @@ TEST_CASE("batch_normalize passes finite-difference gradient checks, eagerly and
     test::check_gradients([](const auto& v) { return square(batch_normalize(v[0] * v[0], v[1], v[2], 1e-3)); },
                           {x, w, b}, "eager");
     test::check_gradients([&](const auto& v) { return graph(v[0], v[1], v[2]); }, {x, w, b}, "static");
+    // Only some inputs wanting a gradient: the others' are not computed.
+    test::check_gradients([&](const auto& v) { return square(batch_normalize(x, v[0], v[1], 1e-3)); }, {w, b},
+                          "weight and bias only");
+    test::check_gradients([&](const auto& v) { return square(batch_normalize(v[0], w, b, 1e-3)); }, {x}, "x only");
   }
 }
 

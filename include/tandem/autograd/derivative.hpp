@@ -13,6 +13,7 @@
 //
 // Like any specialization, it must be visible wherever the op is used.
 
+#include <array>
 #include <cstddef>
 #include <string_view>
 
@@ -55,6 +56,14 @@ template <class Op, class G, class... X>
 concept has_derivative_rule = has_replaced_derivative<Op> || requires(const Op& op, const G& g, const X&... x) {
   op.template derivative<0>(g, g, x...);
 };
+
+// Whether an op gives every input's gradient in one call,
+// gradients(wanted, g, y, x...) returning a tuple (an input not wanted gets
+// an empty tensor): for ops whose gradients share their work, as batch
+// norm's share its sums over the batch. The op keeps derivative<I> too.
+template <class Op, class G, class... X>
+concept has_joint_gradients = requires(const Op& op, const std::array<bool, sizeof...(X)>& wanted, const G& g,
+                                       const X&... x) { op.gradients(wanted, g, g, x...); };
 
 // Which rule an op's gradient comes from. It is a template argument of
 // everything that applies a rule (apply_rule, op_node), so that a translation

@@ -208,7 +208,27 @@ class op_node final : public typed_node<R> {
 
   template <class... V>
   void send_all(const tensor<R>& g, const tensor<R>& y, const V&... x) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) { (send<I>(g, y, x...), ...); }(std::index_sequence_for<V...>{});
+    if constexpr (Rule == rule::built_in && has_joint_gradients<Op, tensor<R>, V...>) {
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        const std::array<bool, sizeof...(V)> wanted{wants<I>()...};
+        auto gradients = op_.gradients(wanted, g, y, x...);
+        (deliver<I>(std::get<I>(gradients)), ...);
+      }(std::index_sequence_for<V...>{});
+    } else {
+      [&]<std::size_t... I>(std::index_sequence<I...>) { (send<I>(g, y, x...), ...); }(std::index_sequence_for<V...>{});
+    }
+  }
+
+  template <std::size_t I>
+  bool wants() const {
+    return is_floating_tensor<std::tuple_element_t<I, std::tuple<X...>>> && this->next_[I] != nullptr;
+  }
+
+  template <std::size_t I, class Gradient>
+  void deliver(const Gradient& gi) {
+    if constexpr (is_floating_tensor<std::tuple_element_t<I, std::tuple<X...>>>) {
+      if (wants<I>()) this->next_[I]->receive(sum_to(gi, shapes_[I]));
+    }
   }
 
   template <std::size_t I, class... V>

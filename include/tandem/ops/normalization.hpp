@@ -8,15 +8,17 @@
 //
 // batch_normalize: batch normalization in training, (x - mean) / sqrt(var +
 // eps) * weight + bias per channel with the batch's statistics, as one op:
-// the statistics (two reads of x) and one affine pass forward; backward, the
-// bias's gradient is one read of g, the weight's one read of g and x, and
-// x's two (its sums, then one affine pass), where the composite of mean,
-// variance and broadcasts takes about ten passes over the activations and
-// keeps their products. A second derivative takes the composite route.
+// the statistics (two reads of x) and one affine pass forward; backward, one
+// read of g and x for the sums all three gradients need, and one affine
+// pass for x's, where the composite of mean, variance and broadcasts takes
+// about ten passes over the activations and keeps their products. A second
+// derivative takes the composite route.
 
 #include <cmath>
 #include <cstdint>
+#include <array>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tandem/autograd/grad_mode.hpp"
@@ -99,25 +101,34 @@ struct batch_normalize_op {
   double eps;
 
   template <std::size_t I, class G, class Y, class X, class W, class B>
-  auto derivative(const G& g, const Y&, const X& x, const W& weight, const B&) const {
-    if (is_grad_enabled()) return composite_derivative<I>(g, x, weight);
+  G derivative(const G& g, const Y& y, const X& x, const W& weight, const B& bias) const {
+    std::array<bool, 3> wanted{};
+    wanted[I] = true;
+    return std::get<I>(gradients(wanted, g, y, x, weight, bias));
+  }
+
+  // The three gradients from one pass of sums (autograd/derivative.hpp,
+  // has_joint_gradients).
+  template <class G, class Y, class X, class W, class B>
+  std::tuple<G, G, G> gradients(const std::array<bool, 3>& wanted, const G& g, const Y&, const X& x, const W& weight,
+                                const B&) const {
+    if (is_grad_enabled())
+      return {wanted[0] ? composite_derivative<0>(g, x, weight) : G(),
+              wanted[1] ? composite_derivative<1>(g, x, weight) : G(),
+              wanted[2] ? composite_derivative<2>(g, x, weight) : G()};
     const channel_layout l = channel_layout_of(x.shape());
     tensor<T> dy = g.detach().contiguous(), values = x.detach().contiguous();
     std::vector<double> sum_g(static_cast<std::size_t>(l.kept)), sum_gx(static_cast<std::size_t>(l.kept));
-    auto sums = [&] {
-      gradient_sums_per_channel(dy.data(), values.data(), l.outer, l.kept, l.inner, mean.data(), sum_g.data(),
-                                sum_gx.data());
-    };
-    if constexpr (I == 2) {
-      sums();
-      return channel_values<T>(l.kept, [&](std::int64_t k) { return sum_g[k]; });
-    } else if constexpr (I == 1) {
-      sums();
-      return channel_values<T>(l.kept, [&](std::int64_t k) { return sum_gx[k] * double(inverse_std.data()[k]); });
-    } else {
+    gradient_sums_per_channel(dy.data(), values.data(), l.outer, l.kept, l.inner, mean.data(), sum_g.data(),
+                              sum_gx.data());
+    std::tuple<G, G, G> out;
+    if (wanted[2]) std::get<2>(out) = channel_values<T>(l.kept, [&](std::int64_t k) { return sum_g[k]; });
+    if (wanted[1])
+      std::get<1>(out) =
+          channel_values<T>(l.kept, [&](std::int64_t k) { return sum_gx[k] * double(inverse_std.data()[k]); });
+    if (wanted[0]) {
       // dx = w r (g - sum(g) / M - xhat sum(g xhat) / M), xhat = (x - mean) r:
       // g a + x b + c per channel.
-      sums();
       tensor<T> w = weight.detach().contiguous(), a(shape{l.kept}), b(shape{l.kept}), c(shape{l.kept});
       const double count = double(l.outer * l.inner);
       for (std::int64_t k = 0; k < l.kept; ++k) {
@@ -130,8 +141,9 @@ struct batch_normalize_op {
       tensor<T> dx(x.shape());
       two_term_affine_per_channel(dy.data(), values.data(), l.outer, l.kept, l.inner, a.data(), b.data(), c.data(),
                                   dx.data());
-      return dx;
+      std::get<0>(out) = dx;
     }
+    return out;
   }
 
  private:
