@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "tandem/core/allocator.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/kernels/cpu/pool.hpp"
@@ -155,7 +156,12 @@ tensor<T> max_pool2d(const tensor<T>& x, const pool2d_options& options = {}) {
   const bool two_by_two = g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 &&
                           g.pad_w == 0;
   if (two_by_two) {
-    auto winners = std::make_shared_for_overwrite<detail::window_winner[]>(static_cast<std::size_t>(out.numel()));
+    // From the tensors' caching allocator: a fresh block of this size is
+    // mapped and zeroed by the kernel on every call.
+    const std::size_t bytes = std::max<std::size_t>(1, static_cast<std::size_t>(out.numel()));
+    std::shared_ptr<detail::window_winner[]> winners(
+        static_cast<detail::window_winner*>(detail::caching_allocator::allocate(bytes)),
+        [bytes](detail::window_winner* block) { detail::caching_allocator::deallocate(block, bytes); });
     const std::int64_t outputs = g.out_h * g.out_w;
     detail::parallel_for(g.planes, 1, [&](std::int64_t first, std::int64_t last) {
       for (std::int64_t p = first; p < last; ++p)

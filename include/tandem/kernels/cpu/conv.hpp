@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <vector>
 
 #include "tandem/kernels/cpu/gemm.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
@@ -45,10 +44,12 @@ struct conv_geometry {
 inline namespace TANDEM_KERNEL_ISA {
 
 // A buffer of the calling thread's, kept between calls: 0 for columns, 1
-// for products, 2 for a padded image.
+// for products, 2 for a padded image, 3 for the kernel gradient's partial
+// sums (a fresh block of their size is mapped and zeroed by the kernel on
+// every call).
 template <class T>
 T* conv_buffer(int which, std::int64_t size) {
-  thread_local simd::buffer<T> buffers[3];
+  thread_local simd::buffer<T> buffers[4];
   buffers[which].resize(static_cast<std::size_t>(size));
   return buffers[which].data();
 }
@@ -206,12 +207,13 @@ void native_conv2d_backward_kernel(const conv_layout& l, const T* dy, const T* x
   const std::int64_t size = l.out_channels * k, chunks = (l.g.batch + images_per_chunk - 1) / images_per_chunk;
   std::fill(dw, dw + size, T(0));
   if (chunks == 0) return;
-  std::vector<T> partial(static_cast<std::size_t>(chunks * size), T(0));
+  T* partial = conv_buffer<T>(3, chunks * size);
+  std::fill(partial, partial + chunks * size, T(0));
   parallel_for(chunks, 1, [&](std::int64_t first, std::int64_t last) {
     T* columns = conv_buffer<T>(0, l.g.rows() * plane);
     T* product = conv_buffer<T>(1, per_group * k);
     for (std::int64_t chunk = first; chunk < last; ++chunk) {
-      T* sum = partial.data() + chunk * size;
+      T* sum = partial + chunk * size;
       for (std::int64_t n = chunk * images_per_chunk; n < std::min(l.g.batch, (chunk + 1) * images_per_chunk); ++n) {
         im2col_image(l.g, x + n * l.image_size(), columns);
         const T* grad = dy + n * l.out_channels * plane;
@@ -230,7 +232,7 @@ void native_conv2d_backward_kernel(const conv_layout& l, const T* dy, const T* x
     }
   });
   for (std::int64_t chunk = 0; chunk < chunks; ++chunk)
-    for (std::int64_t e = 0; e < size; ++e) dw[e] += partial[static_cast<std::size_t>(chunk * size + e)];
+    for (std::int64_t e = 0; e < size; ++e) dw[e] += partial[chunk * size + e];
 }
 
 }  // inline namespace TANDEM_KERNEL_ISA
