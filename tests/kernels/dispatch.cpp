@@ -31,6 +31,28 @@ struct kernels_restored {
   ~kernels_restored() { set_kernel_instruction_set(at_start); }
 };
 
+// Runs `run` (tensors in, tensors out, for a value type T given by a
+// dummy argument) in double on the program's own kernels, then in float on
+// each build, whose results must be close to double's (test::close with
+// `rel` and `abs`); returns each build's.
+template <class Run>
+std::vector<std::pair<instruction_set, std::vector<tensor<float>>>> check_builds_against_double(Run run, double rel,
+                                                                                                double abs) {
+  set_kernel_instruction_set(instruction_set::generic);
+  const std::vector<tensor<double>> want = run(0.0);
+  std::vector<std::pair<instruction_set, std::vector<tensor<float>>>> results;
+  for (instruction_set level : runnable_levels()) {
+    INFO("build ", to_string(level));
+    REQUIRE(set_kernel_instruction_set(level) == level);
+    std::vector<tensor<float>> got = run(0.0f);
+    for (std::size_t k = 0; k < got.size(); ++k)
+      for (std::int64_t i = 0; i < got[k].numel(); ++i)
+        REQUIRE(test::close(got[k].data()[i], want[k].data()[i], rel, abs));
+    results.emplace_back(level, got);
+  }
+  return results;
+}
+
 instruction_set ceiling_in_environment() {
   instruction_set ceiling = instruction_set::avx512;
   if (const char* value = std::getenv("TANDEM_ISA")) instruction_set_named(value, ceiling);
@@ -247,18 +269,7 @@ TEST_CASE("every build convolves and takes convolution's gradients as double doe
     sum(y * weights.astype<T>()).backward();
     return std::vector<tensor<T>>{y, x.grad(), w.grad()};
   };
-  set_kernel_instruction_set(instruction_set::generic);
-  const std::vector<tensor<double>> want = run(0.0);
-  std::vector<std::pair<instruction_set, std::vector<tensor<float>>>> results;
-  for (instruction_set level : runnable_levels()) {
-    INFO("build ", to_string(level));
-    REQUIRE(set_kernel_instruction_set(level) == level);
-    std::vector<tensor<float>> got = run(0.0f);
-    for (std::size_t k = 0; k < got.size(); ++k)
-      for (std::int64_t i = 0; i < got[k].numel(); ++i)
-        REQUIRE(test::close(got[k].data()[i], want[k].data()[i], 1e-5, 1e-4));
-    results.emplace_back(level, got);
-  }
+  const auto results = check_builds_against_double(run, 1e-5, 1e-4);
   const std::vector<tensor<float>>* first_fused = nullptr;
   for (const auto& [level, got] : results) {
     if (level < instruction_set::avx2) continue;
@@ -280,16 +291,7 @@ TEST_CASE("every build normalizes batches and takes their gradients as double do
     sum(y * weights.astype<T>()).backward();
     return std::vector<tensor<T>>{y, x.grad(), w.grad(), b.grad()};
   };
-  set_kernel_instruction_set(instruction_set::generic);
-  const std::vector<tensor<double>> want = run(0.0);
-  for (instruction_set level : runnable_levels()) {
-    INFO("build ", to_string(level));
-    REQUIRE(set_kernel_instruction_set(level) == level);
-    std::vector<tensor<float>> got = run(0.0f);
-    for (std::size_t k = 0; k < got.size(); ++k)
-      for (std::int64_t i = 0; i < got[k].numel(); ++i)
-        REQUIRE(test::close(got[k].data()[i], want[k].data()[i], 1e-4, 1e-4));
-  }
+  check_builds_against_double(run, 1e-4, 1e-4);
 }
 
 TEST_CASE("every build pools 2x2 windows and routes their gradient bit for bit alike") {

@@ -224,6 +224,8 @@ class op_node final : public typed_node<R> {
     return is_floating_tensor<std::tuple_element_t<I, std::tuple<X...>>> && this->next_[I] != nullptr;
   }
 
+  // Input I's gradient to its node, summed to its shape where it was
+  // broadcast; nothing where it wants none.
   template <std::size_t I, class Gradient>
   void deliver(const Gradient& gi) {
     if constexpr (is_floating_tensor<std::tuple_element_t<I, std::tuple<X...>>>) {
@@ -233,11 +235,8 @@ class op_node final : public typed_node<R> {
 
   template <std::size_t I, class... V>
   void send(const tensor<R>& g, const tensor<R>& y, const V&... x) {
-    using input = std::tuple_element_t<I, std::tuple<X...>>;
-    if constexpr (is_floating_tensor<input>) {
-      if (!this->next_[I]) return;
-      auto gi = apply_rule<I, Op, Rule>(op_, g, y, x...);
-      this->next_[I]->receive(sum_to(gi, shapes_[I]));
+    if constexpr (is_floating_tensor<std::tuple_element_t<I, std::tuple<X...>>>) {
+      if (wants<I>()) deliver<I>(apply_rule<I, Op, Rule>(op_, g, y, x...));
     }
   }
 

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "tandem/kernels/cpu/dispatch_slot.hpp"
 #include "tandem/kernels/cpu/gemm.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
@@ -254,29 +255,17 @@ inline namespace TANDEM_KERNEL_ISA {
 
 template <class T>
 void conv2d_forward(const conv_layout& l, const T* x, const T* w, const T* bias, T* y) {
-#if !TANDEM_HEADER_ONLY
-  if (const conv2d_forward_function<T> chosen = dispatched_conv2d_forward<T>.load(std::memory_order_relaxed))
-    return chosen(l, x, w, bias, y);
-#endif
-  native_conv2d_forward(l, x, w, bias, y);
+  call_dispatched<&native_conv2d_forward<T>>(dispatched_conv2d_forward<T>, l, x, w, bias, y);
 }
 
 template <class T>
 void conv2d_backward_input(const conv_layout& l, const T* dy, const T* w, T* dx) {
-#if !TANDEM_HEADER_ONLY
-  if (const conv2d_backward_function<T> chosen = dispatched_conv2d_backward_input<T>.load(std::memory_order_relaxed))
-    return chosen(l, dy, w, dx);
-#endif
-  native_conv2d_backward_input(l, dy, w, dx);
+  call_dispatched<&native_conv2d_backward_input<T>>(dispatched_conv2d_backward_input<T>, l, dy, w, dx);
 }
 
 template <class T>
 void conv2d_backward_kernel(const conv_layout& l, const T* dy, const T* x, T* dw) {
-#if !TANDEM_HEADER_ONLY
-  if (const conv2d_backward_function<T> chosen = dispatched_conv2d_backward_kernel<T>.load(std::memory_order_relaxed))
-    return chosen(l, dy, x, dw);
-#endif
-  native_conv2d_backward_kernel(l, dy, x, dw);
+  call_dispatched<&native_conv2d_backward_kernel<T>>(dispatched_conv2d_backward_kernel<T>, l, dy, x, dw);
 }
 
 }  // inline namespace TANDEM_KERNEL_ISA

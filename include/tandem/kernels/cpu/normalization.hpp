@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "tandem/kernels/cpu/dispatch_slot.hpp"
 #include "tandem/kernels/cpu/simd.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
@@ -141,31 +142,21 @@ inline namespace TANDEM_KERNEL_ISA {
 template <class T>
 void affine_per_channel(const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner, const T* a, const T* b,
                         T* out) {
-#if !TANDEM_HEADER_ONLY
-  if (const affine_function<T> chosen = dispatched_affine_per_channel<T>.load(std::memory_order_relaxed))
-    return chosen(x, outer, kept, inner, a, b, out);
-#endif
-  native_affine_per_channel(x, outer, kept, inner, a, b, out);
+  call_dispatched<&native_affine_per_channel<T>>(dispatched_affine_per_channel<T>, x, outer, kept, inner, a, b, out);
 }
 
 template <class T>
 void two_term_affine_per_channel(const T* g, const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner,
                                  const T* a, const T* b, const T* c, T* out) {
-#if !TANDEM_HEADER_ONLY
-  if (const two_term_affine_function<T> chosen = dispatched_two_term_affine_per_channel<T>.load(std::memory_order_relaxed))
-    return chosen(g, x, outer, kept, inner, a, b, c, out);
-#endif
-  native_two_term_affine_per_channel(g, x, outer, kept, inner, a, b, c, out);
+  call_dispatched<&native_two_term_affine_per_channel<T>>(dispatched_two_term_affine_per_channel<T>, g, x, outer, kept,
+                                                          inner, a, b, c, out);
 }
 
 template <class T>
 void gradient_sums_per_channel(const T* g, const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner,
                                const T* centre, double* sum_g, double* sum_gx) {
-#if !TANDEM_HEADER_ONLY
-  if (const gradient_sums_function<T> chosen = dispatched_gradient_sums_per_channel<T>.load(std::memory_order_relaxed))
-    return chosen(g, x, outer, kept, inner, centre, sum_g, sum_gx);
-#endif
-  native_gradient_sums_per_channel(g, x, outer, kept, inner, centre, sum_g, sum_gx);
+  call_dispatched<&native_gradient_sums_per_channel<T>>(dispatched_gradient_sums_per_channel<T>, g, x, outer, kept, inner,
+                                                        centre, sum_g, sum_gx);
 }
 
 }  // inline namespace TANDEM_KERNEL_ISA

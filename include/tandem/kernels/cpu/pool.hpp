@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "tandem/kernels/cpu/dispatch_slot.hpp"
 #include "tandem/kernels/cpu/simd.hpp"
 
 namespace tandem::detail {
@@ -223,20 +224,13 @@ inline namespace TANDEM_KERNEL_ISA {
 
 template <class T>
 void max_pool_2x2(const T* in, std::int64_t height, std::int64_t width, T* out, window_winner* winners) {
-#if !TANDEM_HEADER_ONLY
-  if (const max_pool_2x2_function<T> chosen = dispatched_max_pool_2x2<T>.load(std::memory_order_relaxed))
-    return chosen(in, height, width, out, winners);
-#endif
-  native_max_pool_2x2(in, height, width, out, winners);
+  call_dispatched<&native_max_pool_2x2<T>>(dispatched_max_pool_2x2<T>, in, height, width, out, winners);
 }
 
 template <class T>
 void max_pool_2x2_backward(const T* grad, const window_winner* winners, std::int64_t height, std::int64_t width, T* dx) {
-#if !TANDEM_HEADER_ONLY
-  if (const max_pool_2x2_backward_function<T> chosen = dispatched_max_pool_2x2_backward<T>.load(std::memory_order_relaxed))
-    return chosen(grad, winners, height, width, dx);
-#endif
-  native_max_pool_2x2_backward(grad, winners, height, width, dx);
+  call_dispatched<&native_max_pool_2x2_backward<T>>(dispatched_max_pool_2x2_backward<T>, grad, winners, height, width,
+                                                    dx);
 }
 
 }  // inline namespace TANDEM_KERNEL_ISA

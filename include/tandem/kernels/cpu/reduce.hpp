@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tandem/core/deferred.hpp"
+#include "tandem/kernels/cpu/dispatch_slot.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
 #include "tandem/kernels/cpu/simd.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
@@ -67,11 +68,7 @@ inline namespace TANDEM_KERNEL_ISA {
 
 template <class Reducer, class A, class T>
 A reduce_span(const Reducer& r, const T* p, std::int64_t n, A acc) {
-#if !TANDEM_HEADER_ONLY
-  if (const span_reduction<Reducer, A, T> chosen = dispatched_reduce_span<Reducer, A, T>.load(std::memory_order_relaxed))
-    return chosen(r, p, n, acc);
-#endif
-  return native_reduce_span(r, p, n, acc);
+  return call_dispatched<&native_reduce_span<Reducer, A, T>>(dispatched_reduce_span<Reducer, A, T>, r, p, n, acc);
 }
 
 // Where a reduction's inputs come from. `span(first, n, tile)` gives the n
@@ -192,11 +189,7 @@ inline namespace TANDEM_KERNEL_ISA {
 
 template <class Reducer, class A, class T>
 void combine_into(const Reducer& r, A* into, const T* row, std::int64_t width) {
-#if !TANDEM_HEADER_ONLY
-  if (const row_combination<Reducer, A, T> chosen = dispatched_combine_into<Reducer, A, T>.load(std::memory_order_relaxed))
-    return chosen(r, into, row, width);
-#endif
-  native_combine_into(r, into, row, width);
+  call_dispatched<&native_combine_into<Reducer, A, T>>(dispatched_combine_into<Reducer, A, T>, r, into, row, width);
 }
 
 // out[k] = finish(combine over m of input[m * K + k]), vectorised along k.
@@ -301,11 +294,7 @@ inline namespace TANDEM_KERNEL_ISA {
 
 template <class T>
 void middle_moments(const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner, T* mean, T* variance) {
-#if !TANDEM_HEADER_ONLY
-  if (const moments_function<T> chosen = dispatched_middle_moments<T>.load(std::memory_order_relaxed))
-    return chosen(x, outer, kept, inner, mean, variance);
-#endif
-  native_middle_moments(x, outer, kept, inner, mean, variance);
+  call_dispatched<&native_middle_moments<T>>(dispatched_middle_moments<T>, x, outer, kept, inner, mean, variance);
 }
 
 // Index of the first largest (or smallest) element of each row; NaN counts

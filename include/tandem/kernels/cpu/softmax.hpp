@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "tandem/detail/math.hpp"
+#include "tandem/kernels/cpu/dispatch_slot.hpp"
 #include "tandem/kernels/cpu/reduce.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
@@ -126,11 +127,7 @@ inline namespace TANDEM_KERNEL_ISA {
 
 template <bool Log, class T>
 void softmax_rows(const T* in, std::int64_t rows, std::int64_t n, T* out) {
-#if !TANDEM_HEADER_ONLY
-  if (const softmax_rows_function<T> chosen = dispatched_softmax_rows<Log, T>.load(std::memory_order_relaxed))
-    return chosen(in, rows, n, out);
-#endif
-  native_softmax_rows<Log>(in, rows, n, out);
+  call_dispatched<&native_softmax_rows<Log, T>>(dispatched_softmax_rows<Log, T>, in, rows, n, out);
 }
 
 }  // inline namespace TANDEM_KERNEL_ISA
