@@ -66,6 +66,53 @@ TANDEM_ALWAYS_INLINE T reduce_add(const batch<T>& v) {
   return xsimd::hadd(v);
 }
 
+}  // namespace simd
+}  // namespace TANDEM_KERNEL_ISA
+}  // namespace tandem::detail
+
+// Batches narrower than the build's own (AVX2 or SSE lanes in an AVX-512
+// build) run on arch types of the build's namespace, which xsimd treats as
+// the arch they derive from. On xsimd::avx2 itself, the xsimd functions a
+// compiler does not inline (a select with a constant mask under -O1, say)
+// would be one symbol with the AVX2 build's copy, of which the linker keeps
+// either: AVX-512 code on an AVX2 machine (tests/kernels/build_symbols.cmake).
+#if XSIMD_WITH_AVX512F && XSIMD_WITH_AVX2
+#define TANDEM_SIMD_AVX2_LANES 1
+#else
+#define TANDEM_SIMD_AVX2_LANES 0
+#endif
+#if (XSIMD_WITH_AVX512F || XSIMD_WITH_AVX) && XSIMD_WITH_SSE4_2
+#define TANDEM_SIMD_SSE4_2_LANES 1
+#else
+#define TANDEM_SIMD_SSE4_2_LANES 0
+#endif
+
+namespace tandem::detail {
+inline namespace TANDEM_KERNEL_ISA {
+namespace simd {
+#if TANDEM_SIMD_AVX2_LANES
+struct avx2_lanes : xsimd::avx2 {};
+#endif
+#if TANDEM_SIMD_SSE4_2_LANES
+struct sse4_2_lanes : xsimd::sse4_2 {};
+#endif
+}  // namespace simd
+}  // namespace TANDEM_KERNEL_ISA
+}  // namespace tandem::detail
+
+namespace xsimd::types {
+#if TANDEM_SIMD_AVX2_LANES
+XSIMD_DECLARE_SIMD_REGISTER_ALIAS(tandem::detail::simd::avx2_lanes, avx2);
+#endif
+#if TANDEM_SIMD_SSE4_2_LANES
+XSIMD_DECLARE_SIMD_REGISTER_ALIAS(tandem::detail::simd::sse4_2_lanes, sse4_2);
+#endif
+}  // namespace xsimd::types
+
+namespace tandem::detail {
+inline namespace TANDEM_KERNEL_ISA {
+namespace simd {
+
 // Calls `step.template operator()<Arch>()` with the widest batch of the
 // target no wider than n elements of T, and returns false where none is:
 // rows of CNNs (28, 14 and 7 pixels) are shorter than one AVX-512 batch of
@@ -77,15 +124,15 @@ TANDEM_ALWAYS_INLINE bool with_widest_batch_within(std::int64_t n, Step&& step) 
       step.template operator()<xsimd::default_arch>();
       return true;
     }
-#if XSIMD_WITH_AVX512F && XSIMD_WITH_AVX2
-    if (n >= static_cast<std::int64_t>(xsimd::batch<T, xsimd::avx2>::size)) {
-      step.template operator()<xsimd::avx2>();
+#if TANDEM_SIMD_AVX2_LANES
+    if (n >= static_cast<std::int64_t>(xsimd::batch<T, avx2_lanes>::size)) {
+      step.template operator()<avx2_lanes>();
       return true;
     }
 #endif
-#if (XSIMD_WITH_AVX512F || XSIMD_WITH_AVX) && XSIMD_WITH_SSE4_2
-    if (n >= static_cast<std::int64_t>(xsimd::batch<T, xsimd::sse4_2>::size)) {
-      step.template operator()<xsimd::sse4_2>();
+#if TANDEM_SIMD_SSE4_2_LANES
+    if (n >= static_cast<std::int64_t>(xsimd::batch<T, sse4_2_lanes>::size)) {
+      step.template operator()<sse4_2_lanes>();
       return true;
     }
 #endif
