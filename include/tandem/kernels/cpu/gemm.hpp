@@ -17,7 +17,12 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
+
+#if defined(__SSE2__) && !defined(__CUDA_ARCH__)
+#include <emmintrin.h>
+#endif
 
 #include "tandem/core/config.hpp"
 #include "tandem/detail/math.hpp"
@@ -40,13 +45,17 @@ inline namespace TANDEM_KERNEL_ISA {
 template <class T>
 struct gemm_shape {
   static constexpr std::int64_t width = static_cast<std::int64_t>(simd::width<T>);
-  // 2 x MR x 2 accumulators must fit the vector registers (32 with AVX-512,
-  // else 16). Every ISA splits the depth into even and odd steps, so each
-  // element of C is summed in one order, and the same bits come out on
-  // AVX2 and AVX-512 (the seeds' printed products depend on that order: a
-  // 6-row tile without the split on AVX2 was 5-8% faster at 1024^3 but
-  // printed 9.0199995 for MindSpore's 9.02).
-  static constexpr std::int64_t mr = width * static_cast<std::int64_t>(sizeof(T)) >= 64 ? 6 : 3;
+  // Every ISA sums each element of C as (its even steps of the depth) +
+  // (its odd steps), so the same bits come out on AVX2 and AVX-512 (the
+  // seeds' printed products depend on that order: a 6-row tile without the
+  // split on AVX2 was 5-8% faster at 1024^3 but printed 9.0199995 for
+  // MindSpore's 9.02). With 32 vector registers (AVX-512) the 6 x 2-batch
+  // tile keeps both sums in 24 accumulators, interleaved; with 16, 24 do not
+  // fit, so the tile sums the even steps in 12, sets them aside and sums the
+  // odd steps in the same 12 (12 FMAs per 8 loads, where a 3-row tile with
+  // both sums in registers did 6 per 5).
+  static constexpr bool interleaved = width * static_cast<std::int64_t>(sizeof(T)) >= 64;
+  static constexpr std::int64_t mr = 6;
   static constexpr std::int64_t nr = 2 * width;
   static constexpr std::int64_t kc = 256;
   static constexpr std::int64_t mc = 96;
@@ -90,8 +99,17 @@ void micro_kernel(std::int64_t kc, const APanel a, const T* b, T* c, std::int64_
   using G = gemm_shape<T>;
   using batch = simd::batch<T>;
   constexpr std::int64_t w = G::width;
-  batch acc[G::mr][2], odd[G::mr][2];
-  for (std::int64_t i = 0; i < G::mr; ++i) acc[i][0] = acc[i][1] = odd[i][0] = odd[i][1] = batch(T(0));
+  // The tile of C is read or written once, after the whole depth: its
+  // lines (rows a matrix's width apart, often in one cache set) are
+  // fetched now and arrive during the sums.
+  for (std::int64_t i = 0; i < rows; ++i) {
+    __builtin_prefetch(c + i * ldc, 1);
+    __builtin_prefetch(c + i * ldc + G::nr - 1, 1);
+  }
+  batch acc[G::mr][2];
+  auto clear = [](batch (&sums)[G::mr][2]) {
+    for (std::int64_t i = 0; i < G::mr; ++i) sums[i][0] = sums[i][1] = batch(T(0));
+  };
   auto step = [&](std::int64_t k, batch (&into)[G::mr][2]) {
     batch b0 = batch::load_aligned(b + k * G::nr);
     batch b1 = batch::load_aligned(b + k * G::nr + w);
@@ -104,15 +122,33 @@ void micro_kernel(std::int64_t kc, const APanel a, const T* b, T* c, std::int64_
       into[i][1] = math::multiply_add(ai, b1, into[i][1]);
     }
   };
-  std::int64_t k = 0;
-  for (; k + 1 < kc; k += 2) {
-    step(k, acc);
-    step(k + 1, odd);
-  }
-  if (k < kc) step(k, acc);
-  for (std::int64_t i = 0; i < G::mr; ++i) {
-    acc[i][0] += odd[i][0];
-    acc[i][1] += odd[i][1];
+  clear(acc);
+  if constexpr (G::interleaved) {
+    batch odd[G::mr][2];
+    clear(odd);
+    std::int64_t k = 0;
+    for (; k + 1 < kc; k += 2) {
+      step(k, acc);
+      step(k + 1, odd);
+    }
+    if (k < kc) step(k, acc);
+    for (std::int64_t i = 0; i < G::mr; ++i) {
+      acc[i][0] += odd[i][0];
+      acc[i][1] += odd[i][1];
+    }
+  } else {
+    for (std::int64_t k = 0; k < kc; k += 2) step(k, acc);
+    alignas(64) T even[G::mr * G::nr];
+    for (std::int64_t i = 0; i < G::mr; ++i) {
+      acc[i][0].store_aligned(even + i * G::nr);
+      acc[i][1].store_aligned(even + i * G::nr + w);
+    }
+    clear(acc);
+    for (std::int64_t k = 1; k < kc; k += 2) step(k, acc);
+    for (std::int64_t i = 0; i < G::mr; ++i) {
+      acc[i][0] = batch::load_aligned(even + i * G::nr) + acc[i][0];
+      acc[i][1] = batch::load_aligned(even + i * G::nr + w) + acc[i][1];
+    }
   }
   if (rows == G::mr && cols == G::nr) {
     for (std::int64_t i = 0; i < G::mr; ++i) {
@@ -136,6 +172,36 @@ void micro_kernel(std::int64_t kc, const APanel a, const T* b, T* c, std::int64_
     for (std::int64_t j = 0; j < cols; ++j)
       c[i * ldc + j] = overwrite ? tile[i * G::nr + j] : c[i * ldc + j] + tile[i * G::nr + j];
 }
+
+#if defined(__SSE2__)
+// Six rows of a row-major A, `depth` long, as out[d * 6 + w]: four steps
+// of d at a time, by a 4x4 transpose of rows 0-3 and the pairs of rows 4
+// and 5. One float per load and store, as the general loop moves them, cost
+// the MLP's products 6% of their time.
+TANDEM_ALWAYS_INLINE void pack_six_rows(const float* a, std::int64_t row_stride, std::int64_t depth, float* out) {
+  const float* row[6];
+  for (std::int64_t w = 0; w < 6; ++w) row[w] = a + w * row_stride;
+  std::int64_t d = 0;
+  for (; d + 4 <= depth; d += 4) {
+    __m128 r0 = _mm_loadu_ps(row[0] + d), r1 = _mm_loadu_ps(row[1] + d), r2 = _mm_loadu_ps(row[2] + d);
+    __m128 r3 = _mm_loadu_ps(row[3] + d), r4 = _mm_loadu_ps(row[4] + d), r5 = _mm_loadu_ps(row[5] + d);
+    __m128 low01 = _mm_unpacklo_ps(r0, r1), high01 = _mm_unpackhi_ps(r0, r1);
+    __m128 low23 = _mm_unpacklo_ps(r2, r3), high23 = _mm_unpackhi_ps(r2, r3);
+    __m128 low45 = _mm_unpacklo_ps(r4, r5), high45 = _mm_unpackhi_ps(r4, r5);
+    float* o = out + d * 6;
+    _mm_storeu_ps(o, _mm_movelh_ps(low01, low23));
+    _mm_storel_pi(reinterpret_cast<__m64*>(o + 4), low45);
+    _mm_storeu_ps(o + 6, _mm_movehl_ps(low23, low01));
+    _mm_storeh_pi(reinterpret_cast<__m64*>(o + 10), low45);
+    _mm_storeu_ps(o + 12, _mm_movelh_ps(high01, high23));
+    _mm_storel_pi(reinterpret_cast<__m64*>(o + 16), high45);
+    _mm_storeu_ps(o + 18, _mm_movehl_ps(high23, high01));
+    _mm_storeh_pi(reinterpret_cast<__m64*>(o + 22), high45);
+  }
+  for (; d < depth; ++d)
+    for (std::int64_t w = 0; w < 6; ++w) out[d * 6 + w] = row[w][d];
+}
+#endif
 
 // Packs a W-wide panel, `depth` deep, as out[d * W + w]: for B (RowsOfA
 // false) w runs over `count` columns from `col` and d over rows from `row`;
@@ -161,6 +227,14 @@ TANDEM_ALWAYS_INLINE void pack_panel(const strided_matrix<T>& m, std::int64_t ro
     }
     return;
   }
+#if defined(__SSE2__)
+  if constexpr (RowsOfA && W == 6 && std::is_same_v<T, float>) {
+    if (count == W && depth_stride == 1) {
+      pack_six_rows(base, lane_stride, depth, out);
+      return;
+    }
+  }
+#endif
   if (count == W) {
     std::array<const T*, W> line;
     for (std::int64_t w = 0; w < W; ++w) line[w] = base + w * lane_stride;
@@ -199,8 +273,13 @@ void gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
   // Blocks of equal depth and height (within one MR): no thin remainder
   // block, which would run the micro-kernel at a fraction of its speed.
   const std::int64_t k_block = (k + (k + G::kc - 1) / G::kc - 1) / ((k + G::kc - 1) / G::kc);
-  const std::int64_t row_blocks = (m + G::mc - 1) / G::mc;
-  const std::int64_t m_block = ((m + row_blocks - 1) / row_blocks + G::mr - 1) / G::mr * G::mr;
+  // Row blocks of whole panels of A, as equal as panels allow, as many as a
+  // multiple of the threads: 11 blocks of 96 rows of a 1024-row product kept
+  // one of two threads idle a sixth of the time.
+  const std::int64_t panels = (m + G::mr - 1) / G::mr;
+  const std::int64_t threads = thread_pool::instance().size();
+  const std::int64_t row_blocks = std::min(panels, ((m + G::mc - 1) / G::mc + threads - 1) / threads * threads);
+  auto block_start = [&](std::int64_t block) { return std::min(m, block * panels / row_blocks * G::mr); };
   auto& packed_b = packing_buffer<T>(0);
   for (std::int64_t jc = 0; jc < n; jc += G::nc) {
     std::int64_t nc = std::min(G::nc, n - jc);
@@ -215,14 +294,13 @@ void gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
       parallel_for(row_blocks, 1, [&](std::int64_t first, std::int64_t last) {
         auto& packed_a = packing_buffer<T>(1);
         for (std::int64_t block = first; block < last; ++block) {
-          std::int64_t ic = block * m_block, mc = std::min(m_block, m - ic);
-          if (mc <= 0) continue;
+          std::int64_t ic = block_start(block), mc = block_start(block + 1) - ic;
           std::int64_t panels_a = (mc + G::mr - 1) / G::mr;
           auto tile = [&](std::int64_t ip, std::int64_t jp, const auto& panel) {
             micro_kernel(kc, panel, pb + jp * kc * G::nr, c + (ic + ip * G::mr) * ldc + jc + jp * G::nr, ldc,
                          std::min(G::mr, mc - ip * G::mr), std::min(G::nr, nc - jp * G::nr), pc == 0);
           };
-          if (panels_b <= in_place_a_panels) {
+          if (panels_b <= in_place_a_panels || (a.col_stride == 1 && a.row_stride % 1024 != 0)) {
             // Each panel of A meets one or two panels of B: packing it would
             // cost more than reading it in place. The last, partial panel
             // is packed (its missing rows read as zeros).
