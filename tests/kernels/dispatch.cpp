@@ -179,8 +179,10 @@ TEST_CASE("every build multiplies matrices as the reference does; AVX2 and AVX-5
   struct product_shape {
     std::int64_t m, k, n;
   };
+  // 128x256x10 and 25x20x16 run one-batch tiles on AVX-512, two-batch ones
+  // on AVX2; 13x1024x70 packs A by transposes.
   for (const product_shape s : {product_shape{1, 1, 1}, product_shape{7, 17, 33}, product_shape{128, 256, 10},
-                                product_shape{65, 300, 129}}) {
+                                product_shape{25, 20, 16}, product_shape{65, 300, 129}, product_shape{13, 1024, 70}}) {
     const tensor<float> a = test::random_tensor<float>({s.m, s.k}, -1, 1, 5);
     const tensor<float> b = test::random_tensor<float>({s.k, s.n}, -1, 1, 6);
     std::vector<double> want(static_cast<std::size_t>(s.m * s.n), 0.0);

@@ -71,6 +71,25 @@ TEST_CASE("matmul mistakes name the shapes") {
                        "tandem::matmul: operands must have at least one axis (shapes [] and [3])", shape_error);
 }
 
+TEST_CASE("products whose A is packed by transposes, read in place, or meets a one-batch B") {
+  // Rows of A 2048 floats apart are packed (in place, they would share a
+  // cache set), four steps of the depth at a time with a remainder (1030 =
+  // 5 blocks of 206); 10 and 16 columns run one-batch tiles on AVX-512;
+  // 25 rows end in a partial panel.
+  tensor<float> wide = test::random_tensor<float>({13, 2048}, -1, 1, 11);
+  tensor<float> a = wide.slice(1, 0, 1030);
+  tensor<float> b = test::random_tensor<float>({1030, 70}, -1, 1, 12);
+  check_values(matmul(a, b), {13, 70}, reference_matmul(a, b, 13, 1030, 70), "13x1030x70, rows 2048 apart", 1e-4,
+               1e-4);
+  for (std::int64_t n : {1, 10, 16, 17}) {
+    tensor<float> x = test::random_tensor<float>({25, 20}, -1, 1, 13);
+    tensor<float> y = test::random_tensor<float>({20, n}, -1, 1, 14);
+    for (auto& [ly, view] : test::layouts(y))
+      check_values(matmul(x, view), {25, n}, reference_matmul(x, view, 25, 20, n), "25x20x" + std::to_string(n) + " " + ly,
+                   1e-5, 1e-5);
+  }
+}
+
 TEST_CASE("matmul gives the same bits for any thread count") {
   tensor<float> a = test::random_tensor<float>({250, 300}, -1, 1, 8);
   tensor<float> b = test::random_tensor<float>({300, 200}, -1, 1, 9);

@@ -42,21 +42,26 @@ struct strided_matrix {
 
 inline namespace TANDEM_KERNEL_ISA {
 
-template <class T>
+// A tile of `Batches` SIMD batches per row: 2 in general, 1 where C has at
+// most one batch's columns (in 2-batch AVX-512 tiles, 22 of every 32
+// lanes of a 10-class layer's product summed padding).
+template <class T, std::int64_t Batches = 2>
 struct gemm_shape {
   static constexpr std::int64_t width = static_cast<std::int64_t>(simd::width<T>);
+  static constexpr std::int64_t batches = Batches;
   // Every ISA sums each element of C as (its even steps of the depth) +
   // (its odd steps), so the same bits come out on AVX2 and AVX-512 (the
   // seeds' printed products depend on that order: a 6-row tile without the
   // split on AVX2 was 5-8% faster at 1024^3 but printed 9.0199995 for
-  // MindSpore's 9.02). With 32 vector registers (AVX-512) the 6 x 2-batch
-  // tile keeps both sums in 24 accumulators, interleaved; with 16, 24 do not
-  // fit, so the tile sums the even steps in 12, sets them aside and sums the
-  // odd steps in the same 12 (12 FMAs per 8 loads, where a 3-row tile with
-  // both sums in registers did 6 per 5).
+  // MindSpore's 9.02). A tile is 12 batches (6 rows of 2, or 12 of 1).
+  // With 32 vector registers (AVX-512) it keeps both sums in 24
+  // accumulators, interleaved; with 16, 24 do not fit, so the tile sums the
+  // even steps in 12, sets them aside and sums the odd steps in the same 12
+  // (12 FMAs per 8 loads, where a 3 x 2 tile with both sums in registers did
+  // 6 per 5).
   static constexpr bool interleaved = width * static_cast<std::int64_t>(sizeof(T)) >= 64;
-  static constexpr std::int64_t mr = 6;
-  static constexpr std::int64_t nr = 2 * width;
+  static constexpr std::int64_t mr = 12 / Batches;
+  static constexpr std::int64_t nr = Batches * width;
   static constexpr std::int64_t kc = 256;
   static constexpr std::int64_t mc = 96;
   static constexpr std::int64_t nc = nr * 128;
@@ -85,20 +90,19 @@ struct a_panel {
   std::int64_t row_stride, k_stride;
   TANDEM_ALWAYS_INLINE T operator()(std::int64_t i, std::int64_t k) const { return a[i * row_stride + k * k_stride]; }
 };
-template <class T>
+template <class T, std::int64_t MR>
 struct packed_a_panel {
   const T* a;
-  TANDEM_ALWAYS_INLINE T operator()(std::int64_t i, std::int64_t k) const { return a[k * gemm_shape<T>::mr + i]; }
+  TANDEM_ALWAYS_INLINE T operator()(std::int64_t i, std::int64_t k) const { return a[k * MR + i]; }
 };
 
 // tile(MR x NR) = A panel (kc x MR) * B panel (kc x NR), accumulated into C
 // unless `overwrite` (the first block of k).
-template <class T, class APanel>
+template <class G, class T, class APanel>
 void micro_kernel(std::int64_t kc, const APanel a, const T* b, T* c, std::int64_t ldc, std::int64_t rows,
                   std::int64_t cols, bool overwrite) {
-  using G = gemm_shape<T>;
   using batch = simd::batch<T>;
-  constexpr std::int64_t w = G::width;
+  constexpr std::int64_t w = G::width, nb = G::batches;
   // The tile of C is read or written once, after the whole depth: its
   // lines (rows a matrix's width apart, often in one cache set) are
   // fetched now and arrive during the sums.
@@ -106,25 +110,26 @@ void micro_kernel(std::int64_t kc, const APanel a, const T* b, T* c, std::int64_
     __builtin_prefetch(c + i * ldc, 1);
     __builtin_prefetch(c + i * ldc + G::nr - 1, 1);
   }
-  batch acc[G::mr][2];
-  auto clear = [](batch (&sums)[G::mr][2]) {
-    for (std::int64_t i = 0; i < G::mr; ++i) sums[i][0] = sums[i][1] = batch(T(0));
+  using sums = batch[G::mr][nb];
+  auto clear = [](sums& into) {
+    for (std::int64_t i = 0; i < G::mr; ++i)
+      for (std::int64_t j = 0; j < nb; ++j) into[i][j] = batch(T(0));
   };
-  auto step = [&](std::int64_t k, batch (&into)[G::mr][2]) {
-    batch b0 = batch::load_aligned(b + k * G::nr);
-    batch b1 = batch::load_aligned(b + k * G::nr + w);
+  auto step = [&](std::int64_t k, sums& into) {
+    batch bj[nb];
+    for (std::int64_t j = 0; j < nb; ++j) bj[j] = batch::load_aligned(b + k * G::nr + j * w);
 #if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__clang__)
-#pragma GCC unroll 6
+#pragma GCC unroll 12
 #endif
     for (std::int64_t i = 0; i < G::mr; ++i) {
       batch ai(a(i, k));
-      into[i][0] = math::multiply_add(ai, b0, into[i][0]);
-      into[i][1] = math::multiply_add(ai, b1, into[i][1]);
+      for (std::int64_t j = 0; j < nb; ++j) into[i][j] = math::multiply_add(ai, bj[j], into[i][j]);
     }
   };
+  sums acc;
   clear(acc);
   if constexpr (G::interleaved) {
-    batch odd[G::mr][2];
+    sums odd;
     clear(odd);
     std::int64_t k = 0;
     for (; k + 1 < kc; k += 2) {
@@ -132,53 +137,48 @@ void micro_kernel(std::int64_t kc, const APanel a, const T* b, T* c, std::int64_
       step(k + 1, odd);
     }
     if (k < kc) step(k, acc);
-    for (std::int64_t i = 0; i < G::mr; ++i) {
-      acc[i][0] += odd[i][0];
-      acc[i][1] += odd[i][1];
-    }
+    for (std::int64_t i = 0; i < G::mr; ++i)
+      for (std::int64_t j = 0; j < nb; ++j) acc[i][j] += odd[i][j];
   } else {
     for (std::int64_t k = 0; k < kc; k += 2) step(k, acc);
     alignas(64) T even[G::mr * G::nr];
-    for (std::int64_t i = 0; i < G::mr; ++i) {
-      acc[i][0].store_aligned(even + i * G::nr);
-      acc[i][1].store_aligned(even + i * G::nr + w);
-    }
+    for (std::int64_t i = 0; i < G::mr; ++i)
+      for (std::int64_t j = 0; j < nb; ++j) acc[i][j].store_aligned(even + i * G::nr + j * w);
     clear(acc);
     for (std::int64_t k = 1; k < kc; k += 2) step(k, acc);
-    for (std::int64_t i = 0; i < G::mr; ++i) {
-      acc[i][0] = batch::load_aligned(even + i * G::nr) + acc[i][0];
-      acc[i][1] = batch::load_aligned(even + i * G::nr + w) + acc[i][1];
-    }
+    for (std::int64_t i = 0; i < G::mr; ++i)
+      for (std::int64_t j = 0; j < nb; ++j) acc[i][j] = batch::load_aligned(even + i * G::nr + j * w) + acc[i][j];
   }
   if (rows == G::mr && cols == G::nr) {
     for (std::int64_t i = 0; i < G::mr; ++i) {
       T* ci = c + i * ldc;
-      if (overwrite) {
-        acc[i][0].store_unaligned(ci);
-        acc[i][1].store_unaligned(ci + w);
-      } else {
-        (acc[i][0] + batch::load_unaligned(ci)).store_unaligned(ci);
-        (acc[i][1] + batch::load_unaligned(ci + w)).store_unaligned(ci + w);
+      for (std::int64_t j = 0; j < nb; ++j) {
+        if (overwrite)
+          acc[i][j].store_unaligned(ci + j * w);
+        else
+          (acc[i][j] + batch::load_unaligned(ci + j * w)).store_unaligned(ci + j * w);
       }
     }
     return;
   }
   alignas(64) T tile[G::mr * G::nr];
-  for (std::int64_t i = 0; i < G::mr; ++i) {
-    acc[i][0].store_aligned(tile + i * G::nr);
-    acc[i][1].store_aligned(tile + i * G::nr + w);
+  for (std::int64_t i = 0; i < G::mr; ++i)
+    for (std::int64_t j = 0; j < nb; ++j) acc[i][j].store_aligned(tile + i * G::nr + j * w);
+  for (std::int64_t i = 0; i < rows; ++i) {
+    if (overwrite)
+      simd::copy_row(tile + i * G::nr, cols, c + i * ldc);
+    else
+      simd::add_row(tile + i * G::nr, cols, c + i * ldc);
   }
-  for (std::int64_t i = 0; i < rows; ++i)
-    for (std::int64_t j = 0; j < cols; ++j)
-      c[i * ldc + j] = overwrite ? tile[i * G::nr + j] : c[i * ldc + j] + tile[i * G::nr + j];
 }
 
 #if defined(__SSE2__)
-// Six rows of a row-major A, `depth` long, as out[d * 6 + w]: four steps
+// Six rows of a row-major A, `depth` long, as out[d * out_stride + w]: four steps
 // of d at a time, by a 4x4 transpose of rows 0-3 and the pairs of rows 4
 // and 5. One float per load and store, as the general loop moves them, cost
 // the MLP's products 6% of their time.
-TANDEM_ALWAYS_INLINE void pack_six_rows(const float* a, std::int64_t row_stride, std::int64_t depth, float* out) {
+TANDEM_ALWAYS_INLINE void pack_six_rows(const float* a, std::int64_t row_stride, std::int64_t depth, float* out,
+                                        std::int64_t out_stride) {
   const float* row[6];
   for (std::int64_t w = 0; w < 6; ++w) row[w] = a + w * row_stride;
   std::int64_t d = 0;
@@ -188,18 +188,21 @@ TANDEM_ALWAYS_INLINE void pack_six_rows(const float* a, std::int64_t row_stride,
     __m128 low01 = _mm_unpacklo_ps(r0, r1), high01 = _mm_unpackhi_ps(r0, r1);
     __m128 low23 = _mm_unpacklo_ps(r2, r3), high23 = _mm_unpackhi_ps(r2, r3);
     __m128 low45 = _mm_unpacklo_ps(r4, r5), high45 = _mm_unpackhi_ps(r4, r5);
-    float* o = out + d * 6;
+    float* o = out + d * out_stride;
     _mm_storeu_ps(o, _mm_movelh_ps(low01, low23));
     _mm_storel_pi(reinterpret_cast<__m64*>(o + 4), low45);
-    _mm_storeu_ps(o + 6, _mm_movehl_ps(low23, low01));
-    _mm_storeh_pi(reinterpret_cast<__m64*>(o + 10), low45);
-    _mm_storeu_ps(o + 12, _mm_movelh_ps(high01, high23));
-    _mm_storel_pi(reinterpret_cast<__m64*>(o + 16), high45);
-    _mm_storeu_ps(o + 18, _mm_movehl_ps(high23, high01));
-    _mm_storeh_pi(reinterpret_cast<__m64*>(o + 22), high45);
+    o += out_stride;
+    _mm_storeu_ps(o, _mm_movehl_ps(low23, low01));
+    _mm_storeh_pi(reinterpret_cast<__m64*>(o + 4), low45);
+    o += out_stride;
+    _mm_storeu_ps(o, _mm_movelh_ps(high01, high23));
+    _mm_storel_pi(reinterpret_cast<__m64*>(o + 4), high45);
+    o += out_stride;
+    _mm_storeu_ps(o, _mm_movehl_ps(high23, high01));
+    _mm_storeh_pi(reinterpret_cast<__m64*>(o + 4), high45);
   }
   for (; d < depth; ++d)
-    for (std::int64_t w = 0; w < 6; ++w) out[d * 6 + w] = row[w][d];
+    for (std::int64_t w = 0; w < 6; ++w) out[d * out_stride + w] = row[w][d];
 }
 #endif
 
@@ -228,9 +231,9 @@ TANDEM_ALWAYS_INLINE void pack_panel(const strided_matrix<T>& m, std::int64_t ro
     return;
   }
 #if defined(__SSE2__)
-  if constexpr (RowsOfA && W == 6 && std::is_same_v<T, float>) {
+  if constexpr (RowsOfA && W % 6 == 0 && std::is_same_v<T, float>) {
     if (count == W && depth_stride == 1) {
-      pack_six_rows(base, lane_stride, depth, out);
+      for (std::int64_t w = 0; w < W; w += 6) pack_six_rows(base + w * lane_stride, lane_stride, depth, out + w, W);
       return;
     }
   }
@@ -241,6 +244,17 @@ TANDEM_ALWAYS_INLINE void pack_panel(const strided_matrix<T>& m, std::int64_t ro
     for (std::int64_t d = 0; d < depth; ++d)
       for (std::int64_t w = 0; w < W; ++w) out[d * W + w] = line[w][d * depth_stride];
     return;
+  }
+  constexpr std::int64_t lanes = static_cast<std::int64_t>(simd::width<T>);
+  if constexpr (W % lanes == 0) {
+    if (lane_stride == 1) {
+      // A last, narrow panel (a 10-column B): zeros, then the row over them.
+      for (std::int64_t d = 0; d < depth; ++d) {
+        for (std::int64_t w = 0; w < W; w += lanes) simd::store(out + d * W + w, simd::splat(T(0)));
+        simd::copy_row(base + d * depth_stride, count, out + d * W);
+      }
+      return;
+    }
   }
   for (std::int64_t d = 0; d < depth; ++d) {
     const T* from = base + d * depth_stride;
@@ -259,17 +273,10 @@ simd::buffer<T>& packing_buffer(int which) {
   return buffers[which];
 }
 
-// C (m x n, row stride ldc) = A (m x k) * B (k x n) for float and double.
-template <class T, class Epilogue = no_epilogue>
-void gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a, strided_matrix<T> b, T* c,
-                 std::int64_t ldc, const Epilogue& epilogue = {}) {
-  using G = gemm_shape<T>;
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
-    epilogue(gemm_block{0, m, 0, n});
-    return;
-  }
+// C = A * B in G's tiles, for k > 0.
+template <class G, class T, class Epilogue>
+void gemm_blocks(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a, strided_matrix<T> b, T* c,
+                 std::int64_t ldc, const Epilogue& epilogue) {
   // Blocks of equal depth and height (within one MR): no thin remainder
   // block, which would run the micro-kernel at a fraction of its speed.
   const std::int64_t k_block = (k + (k + G::kc - 1) / G::kc - 1) / ((k + G::kc - 1) / G::kc);
@@ -297,13 +304,16 @@ void gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
           std::int64_t ic = block_start(block), mc = block_start(block + 1) - ic;
           std::int64_t panels_a = (mc + G::mr - 1) / G::mr;
           auto tile = [&](std::int64_t ip, std::int64_t jp, const auto& panel) {
-            micro_kernel(kc, panel, pb + jp * kc * G::nr, c + (ic + ip * G::mr) * ldc + jc + jp * G::nr, ldc,
+            micro_kernel<G>(kc, panel, pb + jp * kc * G::nr, c + (ic + ip * G::mr) * ldc + jc + jp * G::nr, ldc,
                          std::min(G::mr, mc - ip * G::mr), std::min(G::nr, nc - jp * G::nr), pc == 0);
           };
           if (panels_b <= in_place_a_panels || (a.col_stride == 1 && a.row_stride % 1024 != 0)) {
-            // Each panel of A meets one or two panels of B: packing it would
-            // cost more than reading it in place. The last, partial panel
-            // is packed (its missing rows read as zeros).
+            // A panel of A that meets one or two panels of B, or whose rows
+            // are contiguous, is read in place: packing would cost more
+            // (6% of the MLP's products) than it saves. Not where rows are
+            // a multiple of 4 KiB apart: in one set of L1, six of them
+            // evicted each other (1024^3 ran 10% slower). The last,
+            // partial panel is packed (its missing rows read as zeros).
             for (std::int64_t ip = 0; ip < panels_a; ++ip) {
               std::int64_t rows = std::min(G::mr, mc - ip * G::mr);
               if (rows == G::mr) {
@@ -312,7 +322,7 @@ void gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
               } else {
                 packed_a.resize(static_cast<std::size_t>(G::mr * kc));
                 pack_panel<G::mr, true>(a, ic + ip * G::mr, pc, kc, rows, packed_a.data());
-                for (std::int64_t jp = 0; jp < panels_b; ++jp) tile(ip, jp, packed_a_panel<T>{packed_a.data()});
+                for (std::int64_t jp = 0; jp < panels_b; ++jp) tile(ip, jp, packed_a_panel<T, G::mr>{packed_a.data()});
               }
             }
           } else {
@@ -321,13 +331,29 @@ void gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
             for (std::int64_t p = 0; p < panels_a; ++p)
               pack_panel<G::mr, true>(a, ic + p * G::mr, pc, kc, std::min(G::mr, mc - p * G::mr), pa + p * kc * G::mr);
             for (std::int64_t jp = 0; jp < panels_b; ++jp)
-              for (std::int64_t ip = 0; ip < panels_a; ++ip) tile(ip, jp, packed_a_panel<T>{pa + ip * kc * G::mr});
+              for (std::int64_t ip = 0; ip < panels_a; ++ip) tile(ip, jp, packed_a_panel<T, G::mr>{pa + ip * kc * G::mr});
           }
           if (pc + kc == k) epilogue(gemm_block{ic, mc, jc, nc});
         }
       });
     }
   }
+}
+
+// C (m x n, row stride ldc) = A (m x k) * B (k x n) for float and double.
+template <class T, class Epilogue = no_epilogue>
+void gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a, strided_matrix<T> b, T* c,
+                 std::int64_t ldc, const Epilogue& epilogue = {}) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
+    epilogue(gemm_block{0, m, 0, n});
+    return;
+  }
+  if (n <= gemm_shape<T, 1>::nr)
+    gemm_blocks<gemm_shape<T, 1>>(m, n, k, a, b, c, ldc, epilogue);
+  else
+    gemm_blocks<gemm_shape<T>>(m, n, k, a, b, c, ldc, epilogue);
 }
 #endif
 
