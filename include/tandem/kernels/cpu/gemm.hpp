@@ -79,17 +79,18 @@ struct no_epilogue {
   void operator()(const gemm_block&) const {}
 };
 
+inline namespace TANDEM_KERNEL_ISA {
+
 // An epilogue through one function pointer, called once per finished block:
 // the blocked product is compiled once per tile shape, not once per static
 // graph's epilogue (with two tile shapes, that cost the demo 11% more
-// compile time).
+// compile time). In the build's namespace, as everything a kernel build
+// may leave out of line (kernels/cpu/isa.hpp).
 struct epilogue_ref {
   const void* epilogue;
   void (*call)(const void* epilogue, const gemm_block& block);
   void operator()(const gemm_block& block) const { call(epilogue, block); }
 };
-
-inline namespace TANDEM_KERNEL_ISA {
 
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
 // Where the micro-kernel reads A: a packed panel (element (i, k) at
