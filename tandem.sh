@@ -48,7 +48,9 @@ case "${1:-}" in
     ctest --preset release -j "$jobs"
     ;;
   bench)
-    install_missing
+    # The peers some benchmarks compare against (OpenBLAS for SGEMM, Eigen's
+    # Tensor module for the fused chains); the build finds them if present.
+    install_missing libopenblas-dev libeigen3-dev
     configure
     cmake --build --preset release --target benchmarks -j "$jobs"
     # A smoke run: every benchmark once, so that none rots unseen. Timings
