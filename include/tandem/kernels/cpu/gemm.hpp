@@ -229,10 +229,10 @@ TANDEM_ALWAYS_INLINE void pack_panel(const strided_matrix<T>& m, std::int64_t ro
   const std::int64_t lane_stride = RowsOfA ? m.row_stride : m.col_stride;
   const std::int64_t depth_stride = RowsOfA ? m.col_stride : m.row_stride;
   const T* base = m.data + row * m.row_stride + col * m.col_stride;
+  constexpr std::int64_t lanes = static_cast<std::int64_t>(simd::width<T>);
   if (lane_stride == 1 && count == W) {
     // In batches: std::copy_n of a B panel's 32 floats is a call to memmove
     // per step of d under GCC 12.
-    constexpr std::int64_t lanes = static_cast<std::int64_t>(simd::width<T>);
     for (std::int64_t d = 0; d < depth; ++d) {
       if constexpr (W % lanes == 0)
         for (std::int64_t w = 0; w < W; w += lanes) simd::store(out + d * W + w, simd::load(base + d * depth_stride + w));
@@ -256,7 +256,6 @@ TANDEM_ALWAYS_INLINE void pack_panel(const strided_matrix<T>& m, std::int64_t ro
       for (std::int64_t w = 0; w < W; ++w) out[d * W + w] = line[w][d * depth_stride];
     return;
   }
-  constexpr std::int64_t lanes = static_cast<std::int64_t>(simd::width<T>);
   if constexpr (W % lanes == 0) {
     if (lane_stride == 1) {
       // A last, narrow panel (a 10-column B): zeros, then the row over them.
@@ -302,6 +301,13 @@ void gemm_blocks(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
   for (std::int64_t jc = 0; jc < n; jc += G::nc) {
     std::int64_t nc = std::min(G::nc, n - jc);
     std::int64_t panels_b = (nc + G::nr - 1) / G::nr;
+    // A panel of A that meets one or two panels of B, or whose rows are
+    // contiguous, is read in place: packing would cost more (6% of the
+    // MLP's products) than it saves. Not where rows are a multiple of 4 KiB
+    // apart: in one set of L1, six of them evicted each other (1024^3 ran
+    // 10% slower).
+    const bool a_in_place = panels_b <= in_place_a_panels ||
+                            (a.col_stride == 1 && a.row_stride * static_cast<std::int64_t>(sizeof(T)) % 4096 != 0);
     for (std::int64_t pc = 0; pc < k; pc += k_block) {
       std::int64_t kc = std::min(k_block, k - pc);
       packed_b.resize(static_cast<std::size_t>(panels_b * G::nr * kc));
@@ -318,13 +324,9 @@ void gemm_blocks(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
             micro_kernel<G>(kc, panel, pb + jp * kc * G::nr, c + (ic + ip * G::mr) * ldc + jc + jp * G::nr, ldc,
                          std::min(G::mr, mc - ip * G::mr), std::min(G::nr, nc - jp * G::nr), pc == 0);
           };
-          if (panels_b <= in_place_a_panels || (a.col_stride == 1 && a.row_stride % 1024 != 0)) {
-            // A panel of A that meets one or two panels of B, or whose rows
-            // are contiguous, is read in place: packing would cost more
-            // (6% of the MLP's products) than it saves. Not where rows are
-            // a multiple of 4 KiB apart: in one set of L1, six of them
-            // evicted each other (1024^3 ran 10% slower). The last,
-            // partial panel is packed (its missing rows read as zeros).
+          if (a_in_place) {
+            // The last, partial panel is packed (its missing rows read as
+            // zeros).
             for (std::int64_t ip = 0; ip < panels_a; ++ip) {
               std::int64_t rows = std::min(G::mr, mc - ip * G::mr);
               if (rows == G::mr) {
