@@ -32,6 +32,13 @@ auto tanh_chain(const X& x, Tanh tanh_of) {
   return h * h;
 }
 
+// The chain with tandem's tanh as a static graph's function: a constexpr
+// lambda in a header, a type every unit names, so that a build of its loops
+// for each instruction set can name it too (bench/dispatch_graphs.cpp).
+inline constexpr auto tanh_chain_graph = [](const auto& x) {
+  return tanh_chain(x, [](const auto& d) { return tanh(d); });
+};
+
 // Ten nodes: two inputs, eight elementwise ops; the cost of a call on tiny
 // tensors.
 template <class X, class Y>

@@ -11,25 +11,11 @@
 #include <string>
 
 #include "support/check.hpp"
+#include "support/kernel_builds.hpp"
 
 using namespace tandem;
 
 namespace {
-
-// The levels a test can run here: each build the library holds that this
-// CPU supports.
-std::vector<instruction_set> runnable_levels() {
-  std::vector<instruction_set> levels;
-  for (instruction_set level : kernel_builds())
-    if (level <= cpu_instruction_set()) levels.push_back(level);
-  return levels;
-}
-
-// Puts the kernels chosen at load back when a test case ends.
-struct kernels_restored {
-  instruction_set at_start = kernel_instruction_set();
-  ~kernels_restored() { set_kernel_instruction_set(at_start); }
-};
 
 // Runs `run` (tensors in, tensors out, for a value type T given by a
 // dummy argument) in double on the program's own kernels, then in float on
@@ -41,7 +27,7 @@ std::vector<std::pair<instruction_set, std::vector<tensor<float>>>> check_builds
   set_kernel_instruction_set(instruction_set::generic);
   const std::vector<tensor<double>> want = run(0.0);
   std::vector<std::pair<instruction_set, std::vector<tensor<float>>>> results;
-  for (instruction_set level : runnable_levels()) {
+  for (instruction_set level : test::runnable_levels()) {
     INFO("build ", to_string(level));
     REQUIRE(set_kernel_instruction_set(level) == level);
     std::vector<tensor<float>> got = run(0.0f);
@@ -94,18 +80,19 @@ TEST_CASE("at load, the highest kernels the CPU runs under TANDEM_ISA's ceiling 
 }
 
 TEST_CASE("a ceiling below every build runs the program's own kernels") {
-  kernels_restored restore;
+  test::kernels_restored restore;
   CHECK(set_kernel_instruction_set(instruction_set::generic) == compiled_instruction_set);
   CHECK(kernel_instruction_set() == compiled_instruction_set);
 }
 
 TEST_CASE("a build that runs fills the dispatch slots of its kernels; the program's own leave them empty") {
-  kernels_restored restore;
+  test::kernels_restored restore;
   auto filled = [] {
     using namespace tandem::detail;
     return std::vector<bool>{dispatched_row<float, float, add_op, float*, float, float>.load() != nullptr,
                              dispatched_row<double, double, tanh_op, double*, double>.load() != nullptr,
                              dispatched_gemm<float>.load() != nullptr,
+                             dispatched_gemm_then<double>.load() != nullptr,
                              dispatched_reduce_span<sum_reducer, float, float>.load() != nullptr,
                              dispatched_combine_into<max_reducer, double, double>.load() != nullptr,
                              dispatched_softmax_rows<true, float>.load() != nullptr,
@@ -116,19 +103,19 @@ TEST_CASE("a build that runs fills the dispatch slots of its kernels; the progra
                              dispatched_chain_kernels.load() != nullptr};
   };
   set_kernel_instruction_set(instruction_set::generic);
-  CHECK(filled() == std::vector<bool>(11, false));
-  for (instruction_set level : runnable_levels()) {
+  CHECK(filled() == std::vector<bool>(12, false));
+  for (instruction_set level : test::runnable_levels()) {
     INFO("build ", to_string(level));
     set_kernel_instruction_set(level);
     // Every build runs but the one at the program's own level: there the
     // program's own kernels run.
     const bool build_runs = level != compiled_instruction_set;
-    CHECK(filled() == std::vector<bool>(11, build_runs));
+    CHECK(filled() == std::vector<bool>(12, build_runs));
   }
 }
 
 TEST_CASE("every build computes elementwise ops as the reference does, the exact ones bit for bit alike") {
-  kernels_restored restore;
+  test::kernels_restored restore;
   for (std::int64_t n : test::tail_sizes) {
     const tensor<float> x = test::random_tensor<float>({n}, -2, 2, 1);
     const tensor<float> y = test::random_tensor<float>({n}, 0.5, 2, 2);
@@ -140,7 +127,7 @@ TEST_CASE("every build computes elementwise ops as the reference does, the exact
       exact[static_cast<std::size_t>(i)] = (a * b + a) / b - std::sqrt(b);
       smooth[static_cast<std::size_t>(i)] = std::tanh(a * b) + 1 / (1 + std::exp(-a)) + std::exp(b) * (a > b ? 1 : 0);
     }
-    for (instruction_set level : runnable_levels()) {
+    for (instruction_set level : test::runnable_levels()) {
       INFO("build ", to_string(level), ", n = ", n);
       REQUIRE(set_kernel_instruction_set(level) == level);
       const tensor<float> exact_there = (x * y + x) / y - sqrt(y);
@@ -153,10 +140,10 @@ TEST_CASE("every build computes elementwise ops as the reference does, the exact
 }
 
 TEST_CASE("every build runs broadcast and strided operands") {
-  kernels_restored restore;
+  test::kernels_restored restore;
   const tensor<double> base = test::random_tensor<double>({17, 33}, -1, 1, 3);
   const tensor<double> row = test::random_tensor<double>({33}, -1, 1, 4);
-  for (instruction_set level : runnable_levels()) {
+  for (instruction_set level : test::runnable_levels()) {
     REQUIRE(set_kernel_instruction_set(level) == level);
     for (const auto& layout_and_values : test::layouts(base)) {
       // Named, not bound: clang 14's lambdas cannot capture a structured binding.
@@ -175,7 +162,7 @@ TEST_CASE("every build runs broadcast and strided operands") {
 }
 
 TEST_CASE("every build multiplies matrices as the reference does; AVX2 and AVX-512 bit for bit alike") {
-  kernels_restored restore;
+  test::kernels_restored restore;
   struct product_shape {
     std::int64_t m, k, n;
   };
@@ -191,7 +178,7 @@ TEST_CASE("every build multiplies matrices as the reference does; AVX2 and AVX-5
         for (std::int64_t j = 0; j < s.n; ++j)
           want[static_cast<std::size_t>(i * s.n + j)] += double(a.data()[i * s.k + p]) * b.data()[p * s.n + j];
     std::vector<std::pair<instruction_set, tensor<float>>> products;
-    for (instruction_set level : runnable_levels()) {
+    for (instruction_set level : test::runnable_levels()) {
       INFO("build ", to_string(level), ", ", s.m, "x", s.k, "x", s.n);
       REQUIRE(set_kernel_instruction_set(level) == level);
       const tensor<float> c = matmul(a, b);
@@ -209,13 +196,13 @@ TEST_CASE("every build multiplies matrices as the reference does; AVX2 and AVX-5
 }
 
 TEST_CASE("every build reduces, normalizes and takes batch moments as the reference does") {
-  kernels_restored restore;
+  test::kernels_restored restore;
   const tensor<double> long_row = test::random_tensor<double>({1000003}, -1, 1, 9);
   const tensor<float> table = test::random_tensor<float>({129, 1001}, -3, 3, 10);
   const tensor<double> images = test::random_tensor<double>({4, 3, 5, 7}, -1, 1, 11);
   double long_sum = 0;
   for (std::int64_t i = 0; i < long_row.numel(); ++i) long_sum += long_row.data()[i];
-  for (instruction_set level : runnable_levels()) {
+  for (instruction_set level : test::runnable_levels()) {
     INFO("build ", to_string(level));
     REQUIRE(set_kernel_instruction_set(level) == level);
     CHECK(test::close(sum(long_row).item(), long_sum, 1e-12, 1e-9));
@@ -259,7 +246,7 @@ TEST_CASE("every build reduces, normalizes and takes batch moments as the refere
 }
 
 TEST_CASE("every build convolves and takes convolution's gradients as double does; AVX2 and AVX-512 bit for bit alike") {
-  kernels_restored restore;
+  test::kernels_restored restore;
   const tensor<float> images = test::random_tensor<float>({3, 2, 9, 30}, -1, 1, 14);
   const tensor<float> kernel = test::random_tensor<float>({4, 2, 3, 3}, -1, 1, 15);
   const tensor<float> weights = test::random_tensor<float>({3, 4, 9, 30}, -1, 1, 16);
@@ -282,7 +269,7 @@ TEST_CASE("every build convolves and takes convolution's gradients as double doe
 }
 
 TEST_CASE("every build normalizes batches and takes their gradients as double does") {
-  kernels_restored restore;
+  test::kernels_restored restore;
   const tensor<float> images = test::random_tensor<float>({5, 3, 7, 9}, -2, 3, 17);
   const tensor<float> scale = test::random_tensor<float>({3}, 0.5, 2, 18), shift = test::random_tensor<float>({3}, -1, 1, 19);
   const tensor<float> weights = test::random_tensor<float>({5, 3, 7, 9}, -1, 1, 20);
@@ -297,7 +284,7 @@ TEST_CASE("every build normalizes batches and takes their gradients as double do
 }
 
 TEST_CASE("every build pools 2x2 windows and routes their gradient bit for bit alike") {
-  kernels_restored restore;
+  test::kernels_restored restore;
   // Ties (values from four levels), an odd width, and rows of 14 and 7
   // outputs: the demo's CNN's.
   const tensor<float> wide = test::random_tensor<std::int32_t>({3, 5, 28, 29}, 0, 4, 12).astype<float>();
@@ -305,7 +292,7 @@ TEST_CASE("every build pools 2x2 windows and routes their gradient bit for bit a
     const tensor<float> weights =
         test::random_tensor<float>({3, 5, images.shape(2) / 2, images.shape(3) / 2}, -1, 1, 13);
     std::vector<std::pair<tensor<float>, tensor<float>>> results;
-    for (instruction_set level : runnable_levels()) {
+    for (instruction_set level : test::runnable_levels()) {
       INFO("build ", to_string(level), ", input ", to_string(images.shape()));
       REQUIRE(set_kernel_instruction_set(level) == level);
       tensor<float> x = images.detach();
@@ -321,7 +308,7 @@ TEST_CASE("every build pools 2x2 windows and routes their gradient bit for bit a
 }
 
 TEST_CASE("capture's register chains compute each build's bits") {
-  kernels_restored restore;
+  test::kernels_restored restore;
   const tensor<float> x = test::random_tensor<float>({20000}, -2, 2, 7);
   const tensor<float> y = test::random_tensor<float>({20000}, 0.5, 2, 8);
   auto chain = [](const tensor<float>& a, const tensor<float>& b) {
@@ -329,7 +316,7 @@ TEST_CASE("capture's register chains compute each build's bits") {
     return tanh(c) * b - exp(sqrt(b)) / b;
   };
   auto captured = capture(chain);
-  for (instruction_set level : runnable_levels()) {
+  for (instruction_set level : test::runnable_levels()) {
     INFO("build ", to_string(level));
     REQUIRE(set_kernel_instruction_set(level) == level);
     const tensor<float> eager = chain(x, y);

@@ -12,18 +12,7 @@
 // (TANDEM_COMPILED_EAGER_OPS), in the operand types their eager entry points
 // run: an op missing here runs the program's own build, correctly.
 
-// xsimd's sine and cosine reduce large arguments with two scalar functions
-// that are plain inline functions: one symbol in every unit that uses them,
-// of which the linker keeps any copy, this build's AVX-512 code included.
-// Renamed before xsimd is read, this build's copies are its own.
-// (tests/kernels/build_symbols.cmake checks that a build defines nothing
-// another unit could take.)
-#include "tandem/kernels/cpu/isa.hpp"
-
-#define TANDEM_KERNEL_PASTE_EXPANDED(a, b) a##b
-#define TANDEM_KERNEL_PASTE(a, b) TANDEM_KERNEL_PASTE_EXPANDED(a, b)
-#define __ieee754_rem_pio2 TANDEM_KERNEL_PASTE(ieee754_rem_pio2_, TANDEM_KERNEL_ISA)
-#define __kernel_rem_pio2 TANDEM_KERNEL_PASTE(kernel_rem_pio2_, TANDEM_KERNEL_ISA)
+#include "tandem/kernels/cpu/kernel_build_unit.hpp"
 
 #include <atomic>
 #include <tuple>
@@ -80,13 +69,14 @@ void install_rows(bool clear) {
   install_row<clamp_op, T, T, T>(clear);
 }
 
-// The matrix product, the reducers' spans (rows) and row combinations
-// (columns), softmax and log-softmax over rows, batch normalization's
-// moments and passes, convolution's three drivers, 2x2 max pooling and its
-// gradient.
+// The matrix product (with and without a static graph's epilogue), the
+// reducers' spans (rows) and row combinations (columns), softmax and
+// log-softmax over rows, batch normalization's moments and passes,
+// convolution's three drivers, 2x2 max pooling and its gradient.
 template <class T>
 void install_row_kernels(bool clear) {
   install(dispatched_gemm<T>, &native_gemm_without_epilogue<T>, clear);
+  install(dispatched_gemm_then<T>, &native_gemm_then<T>, clear);
   [&]<class... Reducer>(std::tuple<Reducer...>*) {
     (install(dispatched_reduce_span<Reducer, T, T>, &native_reduce_span<Reducer, T, T>, clear), ...);
     (install(dispatched_combine_into<Reducer, T, T>, &native_combine_into<Reducer, T, T>, clear), ...);

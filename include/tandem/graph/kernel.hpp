@@ -32,6 +32,7 @@ struct value_with_adjoints {
 template <class Root, class R>
 struct group_kernel {
   using layout = group_layout<Root, R>;
+  using group_class = R;
   using compute_type = typename R::compute_type;
   // Shape errors of the group name the op at its root.
   static constexpr const char* name = node_traits<R>::op::name;

@@ -50,6 +50,9 @@ std::optional<tensor<T>> executor<Root, Inputs>::multiply_then_group(const Kerne
             return merge_axes<1 + sizeof...(t)>(out_shape, {&out_strides, &strides[K]...});
           }(std::index_sequence_for<decltype(t)...>{});
           const std::tuple<const value_of_t_tensor<decltype(t)>*...> bases{t.data()...};
+          static_assert(std::is_same_v<row_signature<T, C, Kernel, T*, value_of_t_tensor<decltype(t)>...>,
+                                       typename group_rows<Root, typename Kernel::group_class>::forward>,
+                        "tandem internal: graph/execute/rows.hpp must name the row an epilogue runs");
           const std::int64_t m = product_shape[0], n = product_shape[1];
           auto group = [&](const gemm_block& block) {
             auto span = [&](std::int64_t begin, std::int64_t end) {

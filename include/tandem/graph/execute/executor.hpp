@@ -22,6 +22,7 @@
 #include "tandem/autograd/grad_mode.hpp"
 #include "tandem/detail/small_vector.hpp"
 #include "tandem/detail/unique_function.hpp"
+#include "tandem/graph/execute/rows.hpp"
 #include "tandem/graph/kernel.hpp"
 #include "tandem/graph/run.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
@@ -212,16 +213,6 @@ class executor final : public graph_run {
       if (leaf.has_grad()) add_gradient(key, leaf.grad());
   }
 
-  template <class R>
-  struct group_operands {
-    using layout = group_layout<Root, R>;
-    template <std::size_t... P, std::size_t... T>
-    static auto make(std::index_sequence<P...>, std::index_sequence<T...>)
-        -> std::tuple<tensor<value_of_t<typename layout::template pure_leaf<P>>>...,
-                      tensor<value_of_t<typename layout::template tensor_leaf<T>>>...>;
-    using tensors = decltype(make(std::make_index_sequence<layout::n_pure>{}, std::make_index_sequence<layout::n_tensors>{}));
-  };
-
   // A matmul whose group runs as its epilogue: its operands, bound in place
   // of the product, which the group computes itself.
   template <class T>
@@ -291,20 +282,6 @@ class executor final : public graph_run {
 
   template <std::size_t J, class C, class Operands>
   void send_adjoint(const tensor<C>& adjoint, const Operands& operands, const operand_keys& keys);
-
-  // The positions of the operands whose type takes a gradient.
-  template <class Operands>
-  static constexpr auto floating_operands() {
-    return []<std::size_t... J>(std::index_sequence<J...>) {
-      constexpr std::size_t count =
-          (std::size_t{0} + ... + std::is_floating_point_v<value_of_t_tensor<std::tuple_element_t<J, Operands>>>);
-      std::array<std::size_t, count> positions{};
-      std::size_t k = 0;
-      ((std::is_floating_point_v<value_of_t_tensor<std::tuple_element_t<J, Operands>>> ? (positions[k++] = J) : 0),
-       ...);
-      return positions;
-    }(std::make_index_sequence<std::tuple_size_v<Operands>>{});
-  }
 
   // A group's output: the destination of into() where it may be written
   // directly, else a fresh tensor.

@@ -18,7 +18,7 @@ tensor<value_of_t<R>> executor<Root, Inputs>::run_group(const sym<R>& s, const v
   using T = value_of_t<R>;
   ++counters_.fused_loops;
   kernel_type kernel;
-  typename group_operands<R>::tensors operands;
+  group_operand_tensors_t<Root, R> operands;
   operand_keys keys;
   shape out_shape;
   std::optional<tensor<T>> done;
@@ -36,6 +36,9 @@ tensor<value_of_t<R>> executor<Root, Inputs>::run_group(const sym<R>& s, const v
   if (!done) {
     std::apply(
         [&](const auto&... t) {
+          static_assert(std::is_same_v<row_signature<T, C, kernel_type, T*, value_of_t_tensor<decltype(t)>...>,
+                                       typename group_rows<Root, R>::forward>,
+                        "tandem internal: graph/execute/rows.hpp must name the row a group runs");
           if (common_contiguous_shape(t...) && out.is_contiguous())
             elementwise_flat<T, C>(kernel, out.numel(), out.data(), flat_operand<value_of_t_tensor<decltype(t)>>{t.data(), 1}...);
           else

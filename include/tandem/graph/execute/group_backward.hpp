@@ -14,7 +14,7 @@ template <class Kernel, class G, class Operands>
 void executor<Root, Inputs>::group_backward(const Kernel& kernel, const G& g, const Operands& operands, const operand_keys& keys,
                                             const shape& out_shape) {
   using C = typename Kernel::compute_type;
-  constexpr auto wanted = floating_operands<Operands>();
+  constexpr auto wanted = floating_operand_positions<Operands>();
   constexpr std::size_t m = wanted.size();
   if constexpr (m > 0) {
     tensor<C> seed = converted<C>(g);
@@ -26,6 +26,10 @@ void executor<Root, Inputs>::group_backward(const Kernel& kernel, const G& g, co
     }
     [&]<std::size_t... F, std::size_t... J>(std::index_sequence<F...>, std::index_sequence<J...>) {
       gather_adjoints<Kernel, wanted[F]...> op{kernel};
+      static_assert(std::is_same_v<row_signature<C, C, decltype(op), output_set<C, m>, C,
+                                                 value_of_t_tensor<std::tuple_element_t<J, Operands>>...>,
+                                   typename group_rows<Root, typename Kernel::group_class>::adjoint>,
+                    "tandem internal: graph/execute/rows.hpp must name the row a group's backward runs");
       if (common_contiguous_shape(seed, std::get<J>(operands)...))
         elementwise_flat<C, C>(op, numel(out_shape), outs, flat_operand<C>{seed.data(), 1},
                                flat_operand<value_of_t_tensor<std::tuple_element_t<J, Operands>>>{

@@ -23,7 +23,7 @@ tensor<value_of_t<N>> executor<Root, Inputs>::run_summation(const sym<N>& s, con
   ++counters_.fused_loops;
   const N& node = s.node();
   kernel_type kernel;
-  typename group_operands<R>::tensors operands;
+  group_operand_tensors_t<Root, R> operands;
   operand_keys keys;
   bind_leaves(operand_at<0>(node.children), kernel, operands, keys);
   shape extent = std::apply([](const auto&... t) { return broadcast_all<kernel_type>(t...); }, operands);
@@ -45,8 +45,7 @@ tensor<value_of_t<N>> executor<Root, Inputs>::run_summation(const sym<N>& s, con
   };
 
   // Only an output read by nothing else is seeded with exactly ones.
-  constexpr bool may_run_one_pass = edge_count_v<Root, N> == 1 && std::is_floating_point_v<T> &&
-                                    floating_operands<decltype(operands)>().size() > 0;
+  constexpr bool may_run_one_pass = summation_may_run_one_pass<Root, N>;
   bool one_pass = may_run_one_pass && for_backward_ && key == unit_seed_;
   if (for_backward_) require_derivatives<kernel_type>();
   if (one_pass) ++counters_.forward_backward_passes;
@@ -74,16 +73,23 @@ tensor<value_of_t<N>> executor<Root, Inputs>::run_summation(const sym<N>& s, con
             reduce_rows_from<sum_reducer, T>(sum_reducer{}, source, plan.kept, plan.length, out.data(), finish);
         };
         using bases_type = std::tuple<const value_of_t_tensor<decltype(t)>*...>;
+        static_assert(std::is_same_v<row_signature<T, T, kernel_type, T*, value_of_t_tensor<decltype(t)>...>,
+                                     typename group_rows<Root, R>::template summed<T>>,
+                      "tandem internal: graph/execute/rows.hpp must name the row a fused summation runs");
         if (!one_pass) {
           reduce(fused_source<T, 0, kernel_type, 1 + sizeof...(t), value_of_t_tensor<decltype(t)>...>{
               kernel, space, bases_type{t.data()...}});
           return;
         }
         if constexpr (may_run_one_pass) {
-          static constexpr auto wanted = floating_operands<decltype(operands)>();
+          static constexpr auto wanted = floating_operand_positions<decltype(operands)>();
           [&]<std::size_t... F>(std::index_sequence<F...>) {
             std::array<tensor<T>, wanted.size()> adjoint{(static_cast<void>(F), tensor<T>(arranged))...};
             value_then_adjoints<kernel_type, wanted[F]...> op{kernel, seed_scale};
+            static_assert(std::is_same_v<row_signature<T, T, decltype(op), output_set<T, 1 + wanted.size()>,
+                                                       value_of_t_tensor<decltype(t)>...>,
+                                         typename group_rows<Root, R>::template summed_with_adjoints<T>>,
+                          "tandem internal: graph/execute/rows.hpp must name the row a fused summation runs");
             reduce(fused_source<T, wanted.size(), decltype(op), 1 + sizeof...(t), value_of_t_tensor<decltype(t)>...>{
                 op, space, bases_type{t.data()...}, {adjoint[F].data()...}});
             dims back(order.size());

@@ -13,10 +13,13 @@
 // a binary compiled for plain x86-64 runs AVX2 or AVX-512 code on machines
 // that have it.
 //
-// What the builds leave out (pooling, convolution's unfolding, optimizers'
-// updates, static graphs' fused kernels) runs as the program's flags
-// compile it.
+// A program's static graphs' fused kernels are its own code: it may build
+// them for the same levels (graph/kernel_build.hpp, CMake's
+// tandem_graph_kernels), and those builds are chosen with the library's.
+// What no build holds (optimizers' updates, the fused kernels of graphs
+// without a build) runs as the program's flags compile it.
 
+#include <initializer_list>
 #include <vector>
 
 #include "tandem/core/config.hpp"
@@ -36,6 +39,22 @@ instruction_set set_kernel_instruction_set(instruction_set ceiling);
 
 // The levels the library holds builds of, besides the program's own.
 std::vector<instruction_set> kernel_builds();
+
+namespace detail {
+
+// One level's build of kernels: its installer points the dispatch slots at
+// its kernels, or clears them.
+struct kernel_build {
+  instruction_set isa;
+  void (*install)(bool clear);
+};
+
+// Builds of a program's graph kernels (graph/kernel_build.hpp), chosen from
+// now on with the library's builds of the same level; installed at once
+// where that level runs. Returns true (for a static initializer).
+bool add_graph_kernel_builds(std::initializer_list<kernel_build> builds);
+
+}  // namespace detail
 
 }  // namespace tandem
 
