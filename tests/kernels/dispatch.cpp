@@ -167,7 +167,8 @@ TEST_CASE("every build multiplies matrices as the reference does; AVX2 and AVX-5
     std::int64_t m, k, n;
   };
   // 128x256x10 and 25x20x16 run one-batch tiles on AVX-512, two-batch ones
-  // on AVX2; 13x1024x70 packs A by transposes.
+  // on AVX2; 13x1024x70 packs A by transposes; 1, 7, 13, 25 and 128 rows end
+  // in a panel of one or two rows (its sums in registers on AVX2 too).
   for (const product_shape s : {product_shape{1, 1, 1}, product_shape{7, 17, 33}, product_shape{128, 256, 10},
                                 product_shape{25, 20, 16}, product_shape{65, 300, 129}, product_shape{13, 1024, 70}}) {
     const tensor<float> a = test::random_tensor<float>({s.m, s.k}, -1, 1, 5);

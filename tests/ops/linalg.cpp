@@ -71,16 +71,22 @@ TEST_CASE("matmul mistakes name the shapes") {
                        "tandem::matmul: operands must have at least one axis (shapes [] and [3])", shape_error);
 }
 
-TEST_CASE("products whose A is packed by transposes, read in place, or meets a one-batch B") {
+TEST_CASE("products whose A or B is packed by transposes, A read in place, or meets a one-batch B") {
   // Rows of A 2048 floats apart are packed (in place, they would share a
   // cache set), four steps of the depth at a time with a remainder (1030 =
-  // 5 blocks of 206); 10 and 16 columns run one-batch tiles on AVX-512;
+  // blocks of 344, 344 and 342); 10 and 16 columns run one-batch tiles on AVX-512;
   // 25 rows end in a partial panel.
   tensor<float> wide = test::random_tensor<float>({13, 2048}, -1, 1, 11);
   tensor<float> a = wide.slice(1, 0, 1030);
   tensor<float> b = test::random_tensor<float>({1030, 70}, -1, 1, 12);
   check_values(matmul(a, b), {13, 70}, reference_matmul(a, b, 13, 1030, 70), "13x1030x70, rows 2048 apart", 1e-4,
                1e-4);
+  // A transposed B (an MLP's G W^T) is packed by transposes too: 70
+  // columns of full and partial panels, a depth of 23 (not four steps a
+  // time); 14 rows end in a panel of two.
+  tensor<float> g = test::random_tensor<float>({14, 23}, -1, 1, 15);
+  tensor<float> w = test::random_tensor<float>({70, 23}, -1, 1, 16).transpose(0, 1);
+  check_values(matmul(g, w), {14, 70}, reference_matmul(g, w, 14, 23, 70), "14x23x70, B transposed", 1e-5, 1e-5);
   for (std::int64_t n : {1, 10, 16, 17}) {
     tensor<float> x = test::random_tensor<float>({25, 20}, -1, 1, 13);
     tensor<float> y = test::random_tensor<float>({20, n}, -1, 1, 14);
