@@ -18,7 +18,7 @@
 //   // graphs.cpp
 //   #include "model.hpp"
 //   #include <tandem/graph/kernel_build.hpp>
-//   TANDEM_GRAPH_KERNELS(tandem::graph_signature<decltype(chain), tandem::tensor<float>>)
+//   TANDEM_GRAPH_KERNELS(tandem::graph_signature<decltype(chain), tandem::tensor<float>>);
 //
 //   # CMakeLists.txt: the program links tandem::compiled
 //   tandem_graph_kernels(my_program graphs.cpp)
