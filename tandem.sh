@@ -60,6 +60,7 @@ case "${1:-}" in
         *call_overhead) args=(ten-jit 10) ;;
         *rnn_memory) args=(recompute) ;;
         *distributed) args=(mlp 2) ;;
+        *sgemm_ratio) args=(1) ;;
         *cuda*) continue ;;
         *) args=(--benchmark_min_time=0.001) ;;
       esac

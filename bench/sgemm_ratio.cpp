@@ -6,7 +6,7 @@
 // and of the per-round ratio. Not a Google Benchmark; built where
 // libopenblas-dev is installed. Run as
 //
-//   ./build/release/bench/bench_sgemm_ratio                                   # AVX-512 where the CPU has it
+//   ./build/release/bench/bench_sgemm_ratio [rounds]                          # AVX-512 where the CPU has it
 //   TANDEM_ISA=avx2 OPENBLAS_CORETYPE=Haswell ./build/release/bench/bench_sgemm_ratio  # both on AVX2
 //
 // Shapes: issue 15's four, and the MLP's hidden layer's backward G W^T (B
@@ -15,6 +15,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -50,7 +51,9 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  // The number of rounds (15 unless given: `tandem.sh bench`'s smoke run gives 1).
+  const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 15;
   std::printf("kernels: %s\n", std::string(to_string(kernel_instruction_set())).c_str());
   struct shape_case {
     std::int64_t m, k, n;
@@ -69,7 +72,7 @@ int main() {
       tensor<float> c = zeros({s.m, s.n});
       const double flops = 2.0 * static_cast<double>(s.m * s.k * s.n);
       std::vector<double> ours, theirs, ratio;
-      for (int round = 0; round < 15; ++round) {
+      for (int round = 0; round < rounds; ++round) {
         ours.push_back(gflops([&] { c = matmul(a, b); }, flops));
         theirs.push_back(gflops(
             [&] {
