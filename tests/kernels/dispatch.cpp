@@ -92,7 +92,7 @@ TEST_CASE("a build that runs fills the dispatch slots of its kernels; the progra
     return std::vector<bool>{dispatched_row<float, float, add_op, float*, float, float>.load() != nullptr,
                              dispatched_row<double, double, tanh_op, double*, double>.load() != nullptr,
                              dispatched_gemm<float>.load() != nullptr,
-                             dispatched_gemm_then<double>.load() != nullptr,
+                             dispatched_gemm<double>.load() != nullptr,
                              dispatched_reduce_span<sum_reducer, float, float>.load() != nullptr,
                              dispatched_combine_into<max_reducer, double, double>.load() != nullptr,
                              dispatched_softmax_rows<true, float>.load() != nullptr,

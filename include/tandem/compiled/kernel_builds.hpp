@@ -75,8 +75,7 @@ void install_rows(bool clear) {
 // convolution's three drivers, 2x2 max pooling and its gradient.
 template <class T>
 void install_row_kernels(bool clear) {
-  install(dispatched_gemm<T>, &native_gemm_without_epilogue<T>, clear);
-  install(dispatched_gemm_then<T>, &native_gemm_then<T>, clear);
+  install(dispatched_gemm<T>, &native_gemm_then<T>, clear);
   [&]<class... Reducer>(std::tuple<Reducer...>*) {
     (install(dispatched_reduce_span<Reducer, T, T>, &native_reduce_span<Reducer, T, T>, clear), ...);
     (install(dispatched_combine_into<Reducer, T, T>, &native_combine_into<Reducer, T, T>, clear), ...);

@@ -457,14 +457,10 @@ void native_gemm(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
   gemm_reference(m, n, k, a, b, c, ldc, epilogue);
 }
 
-template <class T>
-void native_gemm_without_epilogue(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a,
-                                  strided_matrix<T> b, T* c, std::int64_t ldc) {
-  native_gemm(m, n, k, a, b, c, ldc, no_epilogue{});
-}
-
-// The product with an epilogue given as its two halves (the types every
-// build shares): what a build's slot for static graphs' products holds.
+// The product with its epilogue given as two plain pointers, types every
+// build shares: what a build's dispatch slot holds. (Without an epilogue, the
+// epilogue is no_epilogue's; the blocked product calls it through a pointer
+// either way.)
 template <class T>
 void native_gemm_then(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a, strided_matrix<T> b, T* c,
                       std::int64_t ldc, const void* epilogue, void (*call)(const void*, const gemm_block&)) {
@@ -474,19 +470,13 @@ void native_gemm_then(std::int64_t m, std::int64_t n, std::int64_t k, strided_ma
 }  // inline namespace TANDEM_KERNEL_ISA
 
 // The product chosen at run time among tandem::compiled's builds for several
-// instruction sets (kernels/cpu/dispatch.hpp), without an epilogue and with
-// one (a static graph's group reading the product); null until a choice is
-// made. The epilogue is the graph's own code: the build calls it back.
+// instruction sets (kernels/cpu/dispatch.hpp); null until a choice is made.
+// A static graph's epilogue is the graph's own code: the build calls it back.
 template <class T>
 using gemm_function = void (*)(std::int64_t, std::int64_t, std::int64_t, strided_matrix<T>, strided_matrix<T>, T*,
-                               std::int64_t);
-template <class T>
-using gemm_then_function = void (*)(std::int64_t, std::int64_t, std::int64_t, strided_matrix<T>, strided_matrix<T>,
-                                    T*, std::int64_t, const void*, void (*)(const void*, const gemm_block&));
+                               std::int64_t, const void*, void (*)(const void*, const gemm_block&));
 template <class T>
 inline constinit std::atomic<gemm_function<T>> dispatched_gemm{nullptr};
-template <class T>
-inline constinit std::atomic<gemm_then_function<T>> dispatched_gemm_then{nullptr};
 
 inline namespace TANDEM_KERNEL_ISA {
 
@@ -494,17 +484,10 @@ template <class T, class Epilogue = no_epilogue>
 void gemm(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a, strided_matrix<T> b, T* c,
           std::int64_t ldc, const Epilogue& epilogue = {}) {
 #if !TANDEM_HEADER_ONLY
-  if constexpr (std::is_same_v<Epilogue, no_epilogue>) {
-    if (const gemm_function<T> chosen = dispatched_gemm<T>.load(std::memory_order_relaxed)) {
-      chosen(m, n, k, a, b, c, ldc);
-      return;
-    }
-  } else {
-    if (const gemm_then_function<T> chosen = dispatched_gemm_then<T>.load(std::memory_order_relaxed)) {
-      chosen(m, n, k, a, b, c, ldc, &epilogue,
-             [](const void* e, const gemm_block& block) { (*static_cast<const Epilogue*>(e))(block); });
-      return;
-    }
+  if (const gemm_function<T> chosen = dispatched_gemm<T>.load(std::memory_order_relaxed)) {
+    chosen(m, n, k, a, b, c, ldc, &epilogue,
+           [](const void* e, const gemm_block& block) { (*static_cast<const Epilogue*>(e))(block); });
+    return;
   }
 #endif
   native_gemm(m, n, k, a, b, c, ldc, epilogue);
