@@ -9,8 +9,9 @@
 //   ./build/release/bench/bench_sgemm_ratio [rounds]                          # AVX-512 where the CPU has it
 //   TANDEM_ISA=avx2 OPENBLAS_CORETYPE=Haswell ./build/release/bench/bench_sgemm_ratio  # both on AVX2
 //
-// Shapes: issue 15's four, and the MLP's hidden layer's backward G W^T (B
-// a transposed view).
+// Shapes: issue 15's four, the MLP's hidden layer's backward G W^T (B a
+// transposed view) and its last layer's weight gradient H^T G (A a
+// transposed view, 10 columns).
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -57,16 +58,18 @@ int main(int argc, char** argv) {
   std::printf("kernels: %s\n", std::string(to_string(kernel_instruction_set())).c_str());
   struct shape_case {
     std::int64_t m, k, n;
-    bool b_transposed;
+    bool b_transposed, a_transposed;
   };
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     openblas_set_num_threads(threads);
-    for (const shape_case s : {shape_case{1024, 1024, 1024, false}, shape_case{128, 784, 256, false},
-                               shape_case{128, 256, 256, false}, shape_case{128, 256, 10, false},
-                               shape_case{128, 256, 256, true}}) {
+    for (const shape_case s :
+         {shape_case{1024, 1024, 1024, false, false}, shape_case{128, 784, 256, false, false},
+          shape_case{128, 256, 256, false, false}, shape_case{128, 256, 10, false, false},
+          shape_case{128, 256, 256, true, false}, shape_case{256, 128, 10, false, true}}) {
       generator gen(3);
-      const tensor<float> a = uniform({s.m, s.k}, -1, 1, gen);
+      const tensor<float> a_stored = s.a_transposed ? uniform({s.k, s.m}, -1, 1, gen) : uniform({s.m, s.k}, -1, 1, gen);
+      const tensor<float> a = s.a_transposed ? a_stored.transpose(0, 1) : a_stored;
       const tensor<float> b_stored = s.b_transposed ? uniform({s.n, s.k}, -1, 1, gen) : uniform({s.k, s.n}, -1, 1, gen);
       const tensor<float> b = s.b_transposed ? b_stored.transpose(0, 1) : b_stored;
       tensor<float> c = zeros({s.m, s.n});
@@ -76,18 +79,19 @@ int main(int argc, char** argv) {
         ours.push_back(gflops([&] { c = matmul(a, b); }, flops));
         theirs.push_back(gflops(
             [&] {
-              cblas_sgemm(CblasRowMajor, CblasNoTrans, s.b_transposed ? CblasTrans : CblasNoTrans, static_cast<int>(s.m),
-                          static_cast<int>(s.n), static_cast<int>(s.k), 1.0f, a.data(), static_cast<int>(s.k),
+              cblas_sgemm(CblasRowMajor, s.a_transposed ? CblasTrans : CblasNoTrans,
+                          s.b_transposed ? CblasTrans : CblasNoTrans, static_cast<int>(s.m), static_cast<int>(s.n),
+                          static_cast<int>(s.k), 1.0f, a_stored.data(), static_cast<int>(s.a_transposed ? s.m : s.k),
                           b_stored.data(), static_cast<int>(s.b_transposed ? s.k : s.n), 0.0f, c.data(),
                           static_cast<int>(s.n));
             },
             flops));
         ratio.push_back(ours.back() / theirs.back());
       }
-      std::printf("%lldx%lldx%lld%s, %d thread%s: tandem %.1f GFLOP/s, OpenBLAS %.1f GFLOP/s, ratio %.3f\n",
+      std::printf("%lldx%lldx%lld%s%s, %d thread%s: tandem %.1f GFLOP/s, OpenBLAS %.1f GFLOP/s, ratio %.3f\n",
                   static_cast<long long>(s.m), static_cast<long long>(s.k), static_cast<long long>(s.n),
-                  s.b_transposed ? " (B transposed)" : "", threads, threads == 1 ? "" : "s", median(ours), median(theirs),
-                  median(ratio));
+                  s.b_transposed ? " (B transposed)" : "", s.a_transposed ? " (A transposed)" : "", threads,
+                  threads == 1 ? "" : "s", median(ours), median(theirs), median(ratio));
     }
   }
 }

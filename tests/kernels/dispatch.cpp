@@ -166,18 +166,24 @@ TEST_CASE("every build multiplies matrices as the reference does; AVX2 and AVX-5
   struct product_shape {
     std::int64_t m, k, n;
   };
-  // 128x256x10 and 25x20x16 run one-batch tiles on AVX-512, two-batch ones
-  // on AVX2; 13x1024x70 packs A by transposes; 1, 7, 13, 25 and 128 rows end
-  // in a panel of one or two rows (its sums in registers on AVX2 too).
+  // 25x20x16 runs one-batch tiles on AVX-512, two-batch ones on AVX2;
+  // 13x1024x70 packs A by transposes; 1, 7, 13, 25 and 128 rows end in a
+  // panel of one or two rows (its sums in registers on AVX2 too).
+  // 128x256x10, 130x257x7 and 5x33x12 are summed along the depth (16 sums
+  // in one AVX-512 register or two AVX2 ones), 130x257x7 with A transposed
+  // (packed) too, its depth and rows ending mid-chunk and mid-tile.
   for (const product_shape s : {product_shape{1, 1, 1}, product_shape{7, 17, 33}, product_shape{128, 256, 10},
-                                product_shape{25, 20, 16}, product_shape{65, 300, 129}, product_shape{13, 1024, 70}}) {
-    const tensor<float> a = test::random_tensor<float>({s.m, s.k}, -1, 1, 5);
+                                product_shape{25, 20, 16}, product_shape{65, 300, 129}, product_shape{13, 1024, 70},
+                                product_shape{130, 257, 7}, product_shape{5, 33, 12}}) {
+    const bool transposed_a = s.m == 130;
+    const tensor<float> a = transposed_a ? test::random_tensor<float>({s.k, s.m}, -1, 1, 5).transpose(0, 1)
+                                         : test::random_tensor<float>({s.m, s.k}, -1, 1, 5);
     const tensor<float> b = test::random_tensor<float>({s.k, s.n}, -1, 1, 6);
     std::vector<double> want(static_cast<std::size_t>(s.m * s.n), 0.0);
     for (std::int64_t i = 0; i < s.m; ++i)
       for (std::int64_t p = 0; p < s.k; ++p)
         for (std::int64_t j = 0; j < s.n; ++j)
-          want[static_cast<std::size_t>(i * s.n + j)] += double(a.data()[i * s.k + p]) * b.data()[p * s.n + j];
+          want[static_cast<std::size_t>(i * s.n + j)] += double(a.at(i, p)) * b.data()[p * s.n + j];
     std::vector<std::pair<instruction_set, tensor<float>>> products;
     for (instruction_set level : test::runnable_levels()) {
       INFO("build ", to_string(level), ", ", s.m, "x", s.k, "x", s.n);

@@ -106,3 +106,32 @@ TEST_CASE("matmul gives the same bits for any thread count") {
   set_num_threads(0);
   CHECK(one == many);
 }
+
+TEST_CASE("products of up to 12 columns, summed along the depth: tails, every layout, any thread count") {
+  // Depths around the 16-step chunks (31 is below the narrow kernel, 32 its
+  // least), rows around its 4-row tiles, columns in chunks of 1 to 4.
+  std::uint64_t seed = 40;
+  for (auto [m, k, n] : std::vector<std::array<std::int64_t, 3>>{
+           {1, 32, 1}, {5, 33, 12}, {13, 100, 10}, {4, 48, 4}, {3, 31, 10}, {7, 1000, 3}, {130, 257, 7}}) {
+    tensor<float> a = test::random_tensor<float>({m, k}, -1, 1, seed++);
+    tensor<float> b = test::random_tensor<float>({k, n}, -1, 1, seed++);
+    auto want = reference_matmul(a, b, m, k, n);
+    const std::string size = std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n);
+    for (auto& [la, xa] : test::layouts(a))
+      for (auto& [lb, xb] : test::layouts(b))
+        check_values(matmul(xa, xb), {m, n}, want, la + " x " + lb + " " + size, 1e-5, 1e-5);
+  }
+  // Each element is summed alike whatever the threads, and whatever A's
+  // layout (rows in place, or packed from a transposed view).
+  tensor<float> stored = test::random_tensor<float>({257, 130}, -1, 1, 60);
+  tensor<float> b = test::random_tensor<float>({257, 10}, -1, 1, 61);
+  const tensor<float> a = stored.transpose(0, 1);
+  set_num_threads(1);
+  const auto one = matmul(a, b).to_vector();
+  set_num_threads(3);
+  const auto many = matmul(a, b).to_vector();
+  const auto in_place = matmul(a.contiguous(), b).to_vector();
+  set_num_threads(0);
+  CHECK(one == many);
+  CHECK(one == in_place);
+}

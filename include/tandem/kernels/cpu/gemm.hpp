@@ -13,6 +13,9 @@
 // An epilogue, if given, is called with each block of C as soon as its sum
 // is complete, by the thread that computed it, while the block is still in
 // cache: a static graph runs the elementwise work that reads a product there.
+//
+// A product with few columns is summed along its depth instead
+// (gemm_narrow.hpp).
 
 #include <algorithm>
 #include <array>
@@ -27,19 +30,13 @@
 
 #include "tandem/core/config.hpp"
 #include "tandem/detail/math.hpp"
+#include "tandem/kernels/cpu/gemm_block.hpp"
+#include "tandem/kernels/cpu/gemm_narrow.hpp"
 #include "tandem/kernels/cpu/isa.hpp"
 #include "tandem/kernels/cpu/simd.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
 namespace tandem::detail {
-
-// A read-only matrix seen through strides (in elements).
-template <class T>
-struct strided_matrix {
-  const T* data;
-  std::int64_t row_stride, col_stride;
-  const T& operator()(std::int64_t i, std::int64_t j) const { return data[i * row_stride + j * col_stride]; }
-};
 
 inline namespace TANDEM_KERNEL_ISA {
 
@@ -75,28 +72,7 @@ struct gemm_shape {
 
 }  // inline namespace TANDEM_KERNEL_ISA
 
-// What an epilogue is called with: rows [row, row + rows) and columns
-// [col, col + cols) of C are final.
-struct gemm_block {
-  std::int64_t row, rows, col, cols;
-};
-
-struct no_epilogue {
-  void operator()(const gemm_block&) const {}
-};
-
 inline namespace TANDEM_KERNEL_ISA {
-
-// An epilogue through one function pointer, called once per finished block:
-// the blocked product is compiled once per tile shape, not once per static
-// graph's epilogue (with two tile shapes, that cost the demo 11% more
-// compile time). In the build's namespace, as everything a kernel build
-// may leave out of line (kernels/cpu/isa.hpp).
-struct epilogue_ref {
-  const void* epilogue;
-  void (*call)(const void* epilogue, const gemm_block& block);
-  void operator()(const gemm_block& block) const { call(epilogue, block); }
-};
 
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
 // Where the micro-kernel reads A: a packed panel (element (i, k) at
@@ -419,6 +395,14 @@ void gemm_packed(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
   const epilogue_ref finish{&epilogue, [](const void* e, const gemm_block& block) {
                               (*static_cast<const Epilogue*>(e))(block);
                             }};
+#if TANDEM_NARROW_GEMM
+  if constexpr (std::is_same_v<T, float>) {
+    if (narrow_gemm_pays(n, k)) {
+      gemm_narrow(m, n, k, a, b, c, ldc, finish);
+      return;
+    }
+  }
+#endif
   if (n <= gemm_shape<T, 1>::nr)
     gemm_blocks<gemm_shape<T, 1>>(m, n, k, a, b, c, ldc, finish);
   else
