@@ -186,18 +186,7 @@ TANDEM_ALWAYS_INLINE void pack_rows_transposed(const float* a, std::int64_t row_
   std::int64_t w = 0;
   for (; w + 4 <= W; w += 4) {
     const float* r0 = a + w * row_stride;
-    const float* r1 = r0 + row_stride;
-    const float* r2 = r1 + row_stride;
-    const float* r3 = r2 + row_stride;
-    for (std::int64_t d = 0; d < whole; d += 4) {
-      __m128 x0 = _mm_loadu_ps(r0 + d), x1 = _mm_loadu_ps(r1 + d), x2 = _mm_loadu_ps(r2 + d), x3 = _mm_loadu_ps(r3 + d);
-      _MM_TRANSPOSE4_PS(x0, x1, x2, x3);
-      float* o = out + d * W + w;
-      _mm_storeu_ps(o, x0);
-      _mm_storeu_ps(o + W, x1);
-      _mm_storeu_ps(o + 2 * W, x2);
-      _mm_storeu_ps(o + 3 * W, x3);
-    }
+    for (std::int64_t d = 0; d < whole; d += 4) transpose_4x4(r0 + d, row_stride, out + d * W + w, W);
   }
   if constexpr (W % 4 == 2) {
     const float* r0 = a + w * row_stride;

@@ -1,9 +1,15 @@
 #pragma once
 // What the CPU's matrix products share: their operands seen through strides,
-// and the epilogue each calls with the blocks of C it has finished.
+// the epilogue each calls with the blocks of C it has finished, and the 4x4
+// transpose their packers move floats with.
 
 #include <cstdint>
 
+#if defined(__SSE2__) && !defined(__CUDA_ARCH__)
+#include <emmintrin.h>
+#endif
+
+#include "tandem/core/config.hpp"
 #include "tandem/kernels/cpu/isa.hpp"
 
 namespace tandem::detail {
@@ -38,6 +44,20 @@ struct epilogue_ref {
   void (*call)(const void* epilogue, const gemm_block& block);
   void operator()(const gemm_block& block) const { call(epilogue, block); }
 };
+
+#if defined(__SSE2__) && !defined(__CUDA_ARCH__)
+// to[c * to_stride + r] = from[r * from_stride + c] for a 4x4 block.
+TANDEM_ALWAYS_INLINE void transpose_4x4(const float* from, std::int64_t from_stride, float* to,
+                                        std::int64_t to_stride) {
+  __m128 x0 = _mm_loadu_ps(from), x1 = _mm_loadu_ps(from + from_stride);
+  __m128 x2 = _mm_loadu_ps(from + 2 * from_stride), x3 = _mm_loadu_ps(from + 3 * from_stride);
+  _MM_TRANSPOSE4_PS(x0, x1, x2, x3);
+  _mm_storeu_ps(to, x0);
+  _mm_storeu_ps(to + to_stride, x1);
+  _mm_storeu_ps(to + 2 * to_stride, x2);
+  _mm_storeu_ps(to + 3 * to_stride, x3);
+}
+#endif
 
 }  // inline namespace TANDEM_KERNEL_ISA
 

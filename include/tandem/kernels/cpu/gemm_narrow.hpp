@@ -229,10 +229,10 @@ inline constexpr std::int64_t narrow_gemm_tile_stride(std::int64_t chunks) {
 
 // Rows [first, first + count) of A, `depth` long, packed for tiles: tile t's
 // 16-step chunk c at out[t * narrow_gemm_tile_stride(chunks) + c * 64], its
-// four rows 16 floats apart, zero past the depth and the rows. A transposed view (an MLP's H^T,
-// rows contiguous in memory) by 4x4 transposes, four lines of it at a time,
-// each tile's stores within 256 bytes: packed row by row, they went to lines
-// 512 bytes apart and cost more than the product.
+// four rows 16 floats apart, zero past the depth and the rows. A transposed
+// view (an MLP's H^T, rows contiguous in memory) by 4x4 transposes, four
+// lines of it at a time, each tile's stores within 256 bytes: packed row by
+// row, they went to lines 512 bytes apart and cost more than the product.
 inline void narrow_gemm_pack_rows(const strided_matrix<float>& a, std::int64_t first, std::int64_t count,
                                   std::int64_t depth, std::int64_t chunks, float* out) {
   constexpr std::int64_t rows = narrow_gemm_shape::rows, lanes = narrow_gemm_shape::lanes;
@@ -253,16 +253,7 @@ inline void narrow_gemm_pack_rows(const strided_matrix<float>& a, std::int64_t f
     whole_depth = depth / 4 * 4;
     for (std::int64_t k = 0; k < whole_depth; k += 4) {
       const float* from = &a(first, k);
-      for (std::int64_t i = 0; i < whole_rows; i += 4) {
-        __m128 x0 = _mm_loadu_ps(from + i), x1 = _mm_loadu_ps(from + a.col_stride + i);
-        __m128 x2 = _mm_loadu_ps(from + 2 * a.col_stride + i), x3 = _mm_loadu_ps(from + 3 * a.col_stride + i);
-        _MM_TRANSPOSE4_PS(x0, x1, x2, x3);
-        float* to = at(i, k);
-        _mm_storeu_ps(to, x0);
-        _mm_storeu_ps(to + lanes, x1);
-        _mm_storeu_ps(to + 2 * lanes, x2);
-        _mm_storeu_ps(to + 3 * lanes, x3);
-      }
+      for (std::int64_t i = 0; i < whole_rows; i += 4) transpose_4x4(from + i, a.col_stride, at(i, k), lanes);
     }
   }
   for (std::int64_t i = 0; i < count; ++i)
@@ -280,13 +271,7 @@ inline void narrow_gemm_pack_columns(const strided_matrix<float>& b, std::int64_
       const float* from = &b(k, 0);
       for (std::int64_t j = 0; j < n; j += 4) {
         const std::int64_t at = std::min(j, n - 4);
-        __m128 x0 = _mm_loadu_ps(from + at), x1 = _mm_loadu_ps(from + b.row_stride + at);
-        __m128 x2 = _mm_loadu_ps(from + 2 * b.row_stride + at), x3 = _mm_loadu_ps(from + 3 * b.row_stride + at);
-        _MM_TRANSPOSE4_PS(x0, x1, x2, x3);
-        _mm_storeu_ps(out + at * stride + k, x0);
-        _mm_storeu_ps(out + (at + 1) * stride + k, x1);
-        _mm_storeu_ps(out + (at + 2) * stride + k, x2);
-        _mm_storeu_ps(out + (at + 3) * stride + k, x3);
+        transpose_4x4(from + at, b.row_stride, out + at * stride + k, stride);
       }
     }
   }
