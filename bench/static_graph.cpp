@@ -10,6 +10,8 @@
 //               kernels use), tandem static (fresh tensor and `into`), Eigen;
 //   gradient_*  d/dx and d/dy of sum(f(x, y)) for a 6-op elementwise f:
 //               hand fused adjoint loop, tandem static, tandem eager;
+//               gradient_tanh_* the same for issue 15's sum(tanh(x*y+x)*y)
+//               over 4M floats;
 //   call_*      a cached 10-node graph on 16-element tensors: the cost of a
 //               call, static (and static `into` a buffer) against eager;
 //   layer_*     matmul alone and relu(matmul + bias) as static graphs, at
@@ -178,59 +180,82 @@ auto six_ops(const X& x, const Y& y) {
   return x * y + sin(x) * y - exp(y * 0.5f) * x;
 }
 
-// The limit: one pass, SIMD math from xsimd (what tandem's kernels use), the
-// adjoints written out by hand.
-template <class V>
-void six_ops_adjoint(const V& x, const V& y, V& dx, V& dy) {
-  V e = exp(y * V(0.5f));
-  dx = y + cos(x) * y - e;
-  dy = x + sin(x) - V(0.5f) * e * x;
-}
+// The limit: one pass, the SIMD math tandem's kernels use (its sin and cos
+// of one x share their range reduction here too), the adjoints written out
+// by hand.
+struct six_ops_adjoint {
+  template <class V>
+  TANDEM_ALWAYS_INLINE void operator()(const V& x, const V& y, V& dx, V& dy) const {
+    V e = detail::math::exp(y * V(0.5f));
+    dx = y + detail::math::cos(x) * y - e;
+    dy = x + detail::math::sin(x) - V(0.5f) * e * x;
+  }
+};
 
-void gradient_hand(benchmark::State& state) {
+// Issue 15's gradient, of sum(tanh(x*y + x) * y), by hand.
+struct tanh_adjoint {
+  template <class V>
+  TANDEM_ALWAYS_INLINE void operator()(const V& x, const V& y, V& dx, V& dy) const {
+    V t = detail::math::tanh(x * y + x);
+    V slope = y * (V(1.0f) - t * t);
+    dx = slope * (y + V(1.0f));
+    dy = t + slope * x;
+  }
+};
+
+// A hand-written adjoint over n elements: one pass, into buffers allocated
+// once.
+template <class Adjoint>
+void hand_gradient(benchmark::State& state, std::int64_t n) {
   using batch = xsimd::batch<float>;
   constexpr std::int64_t w = batch::size;
-  tensor<float> x = input(large, 1), y = input(large, 2), dx = zeros({large}), dy = zeros({large});
+  const Adjoint adjoint;
+  tensor<float> x = input(n, 1), y = input(n, 2), dx = zeros({n}), dy = zeros({n});
   for (auto _ : state) {
     const float *px = x.data(), *py = y.data();
     float *pdx = dx.data(), *pdy = dy.data();
-    run_threads(large, [&](std::int64_t lo, std::int64_t hi) {
+    run_threads(n, [&](std::int64_t lo, std::int64_t hi) {
       std::int64_t i = lo;
       for (; i + w <= hi; i += w) {
         batch gx, gy;
-        six_ops_adjoint(batch::load_unaligned(px + i), batch::load_unaligned(py + i), gx, gy);
+        adjoint(batch::load_unaligned(px + i), batch::load_unaligned(py + i), gx, gy);
         gx.store_unaligned(pdx + i);
         gy.store_unaligned(pdy + i);
       }
-      for (; i < hi; ++i) {
-        using std::cos, std::exp, std::sin;
-        six_ops_adjoint(px[i], py[i], pdx[i], pdy[i]);
-      }
+      for (; i < hi; ++i) adjoint(px[i], py[i], pdx[i], pdy[i]);
     });
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(state.iterations() * large * 16);
+  state.SetBytesProcessed(state.iterations() * n * 16);
 }
 
-void gradient_static(benchmark::State& state) {
-  tensor<float> x = input(large, 1), y = input(large, 2);
-  auto g = jit(grad([](auto a, auto b) { return sum(six_ops(a, b)); }, all_args));
+// d/dx and d/dy of sum(f(x, y)) by `g` (a gradient function of f).
+template <class Gradient>
+void tandem_gradient(benchmark::State& state, std::int64_t n, const Gradient& g) {
+  tensor<float> x = input(n, 1), y = input(n, 2);
   for (auto _ : state) {
     auto [dx, dy] = g(x, y);
     benchmark::DoNotOptimize(dx.data());
   }
-  state.SetBytesProcessed(state.iterations() * large * 16);
+  state.SetBytesProcessed(state.iterations() * n * 16);
 }
 
-void gradient_eager(benchmark::State& state) {
-  tensor<float> x = input(large, 1), y = input(large, 2);
-  auto g = grad([](auto a, auto b) { return sum(six_ops(a, b)); }, all_args);
-  for (auto _ : state) {
-    auto [dx, dy] = g(x, y);
-    benchmark::DoNotOptimize(dx.data());
-  }
-  state.SetBytesProcessed(state.iterations() * large * 16);
-}
+const auto six_ops_sum = [](auto a, auto b) { return sum(six_ops(a, b)); };
+// Issue 15's function, over 4M floats.
+const auto tanh_sum = [](auto a, auto b) { return sum(tanh(a * b + a) * b); };
+constexpr std::int64_t medium = 4 * 1024 * 1024;
+
+void gradient_hand(benchmark::State& state) { hand_gradient<six_ops_adjoint>(state, large); }
+void gradient_static(benchmark::State& state) { tandem_gradient(state, large, jit(grad(six_ops_sum, all_args))); }
+void gradient_eager(benchmark::State& state) { tandem_gradient(state, large, grad(six_ops_sum, all_args)); }
+void gradient_tanh_hand(benchmark::State& state) { hand_gradient<tanh_adjoint>(state, medium); }
+void gradient_tanh_static(benchmark::State& state) { tandem_gradient(state, medium, jit(grad(tanh_sum, all_args))); }
+
+BENCHMARK(gradient_hand)->UseRealTime();
+BENCHMARK(gradient_static)->UseRealTime();
+BENCHMARK(gradient_eager)->UseRealTime();
+BENCHMARK(gradient_tanh_hand)->UseRealTime();
+BENCHMARK(gradient_tanh_static)->UseRealTime();
 
 void call_static(benchmark::State& state) {
   tensor<float> x = input(16, 1), y = input(16, 2);
@@ -282,9 +307,6 @@ BENCHMARK(chain_hand)->UseRealTime();
 BENCHMARK(chain_static)->UseRealTime();
 BENCHMARK(chain_static_into)->UseRealTime();
 BENCHMARK(chain_eager)->UseRealTime();
-BENCHMARK(gradient_hand)->UseRealTime();
-BENCHMARK(gradient_static)->UseRealTime();
-BENCHMARK(gradient_eager)->UseRealTime();
 BENCHMARK(call_static);
 BENCHMARK(call_static_into);
 BENCHMARK(call_eager);

@@ -5,6 +5,8 @@
 // forward-and-backward pass of a unit-seeded output).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <tuple>
 
@@ -134,6 +136,37 @@ TEST_CASE("a unit-seeded fused reduction runs its backward in its forward pass, 
   exec plain_run(inputs, true);
   plain_run.value(output);
   CHECK(plain_run.counters().forward_backward_passes == 0);
+}
+
+TEST_CASE("grad reads no value: a unit-seeded reduction's backward runs alone and gives value_and_grad's gradients") {
+  tensor<double> x = seeded({6, 17}, 15), y = seeded({6, 17}, 16);
+  auto total = [](auto a, auto b) { return sum(loss_terms(a, b)); };
+  auto average = [](auto a, auto b) { return mean(loss_terms(a, b)); };
+  auto [gx, gy] = jit(grad(total, all_args))(x, y);
+  auto [value, gradients] = jit(value_and_grad(total, all_args))(x, y);
+  // A sum's seed is exactly 1 both ways: the same bits.
+  CHECK(std::equal(gx.data(), gx.data() + gx.numel(), std::get<0>(gradients).data()));
+  CHECK(std::equal(gy.data(), gy.data() + gy.numel(), std::get<1>(gradients).data()));
+  test::check_values(value, sum(loss_terms(x, y)), "value_and_grad's value");
+  // A mean's 1/n enters in a different place: equal to rounding.
+  auto [mx, my] = jit(grad(average, all_args))(x, y);
+  auto [mean_value, mean_gradients] = jit(value_and_grad(average, all_args))(x, y);
+  test::check_values(mx, std::get<0>(mean_gradients), "d/dx of a mean");
+  test::check_values(my, std::get<1>(mean_gradients), "d/dy of a mean");
+  test::check_values(mean_value, mean(loss_terms(x, y)), "a mean's value");
+  // With an auxiliary output the value of the first is still not read.
+  auto with_aux = [](auto a, auto b) { return std::tuple{sum(loss_terms(a, b)), sum(a)}; };
+  auto [aux_gradients, aux] = jit(grad(with_aux, all_args, has_aux))(x, y);
+  test::check_values(std::get<0>(aux_gradients), gx, "d/dx with an auxiliary output");
+  test::check_values(aux, sum(x), "the auxiliary output");
+
+  auto root = jit(total).trace(x, y);
+  using exec = detail::executor<decltype(root), std::tuple<const tensor<double>&, const tensor<double>&>>;
+  std::tuple<const tensor<double>&, const tensor<double>&> inputs{x, y};
+  const auto& output = detail::operand_at<0>(root.children);
+  exec unread(inputs, true, detail::key_of(output), false);
+  CHECK(std::isnan(unread.value(output).item()));
+  CHECK(unread.counters().forward_backward_passes == 1);
 }
 
 TEST_CASE("a reduction read again is not differentiated early") {

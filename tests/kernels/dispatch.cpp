@@ -125,7 +125,8 @@ TEST_CASE("every build computes elementwise ops as the reference does, the exact
     for (std::int64_t i = 0; i < n; ++i) {
       const double a = x.data()[i], b = y.data()[i];
       exact[static_cast<std::size_t>(i)] = (a * b + a) / b - std::sqrt(b);
-      smooth[static_cast<std::size_t>(i)] = std::tanh(a * b) + 1 / (1 + std::exp(-a)) + std::exp(b) * (a > b ? 1 : 0);
+      smooth[static_cast<std::size_t>(i)] =
+          std::tanh(a * b) + 1 / (1 + std::exp(-a)) + std::exp(b) * (a > b ? 1 : 0) + std::sin(a * 3) * std::cos(b);
     }
     for (instruction_set level : test::runnable_levels()) {
       INFO("build ", to_string(level), ", n = ", n);
@@ -133,8 +134,8 @@ TEST_CASE("every build computes elementwise ops as the reference does, the exact
       const tensor<float> exact_there = (x * y + x) / y - sqrt(y);
       test::check_values(exact_there, {n}, exact, "exact ops");
       CHECK(std::equal(exact_there.data(), exact_there.data() + n, exact_here.data()));
-      const tensor<float> smooth_there = tanh(x * y) + sigmoid(x) + where(x > y, exp(y), 0.0f);
-      test::check_values(smooth_there, {n}, smooth, "tanh, sigmoid, exp, where");
+      const tensor<float> smooth_there = tanh(x * y) + sigmoid(x) + where(x > y, exp(y), 0.0f) + sin(x * 3) * cos(y);
+      test::check_values(smooth_there, {n}, smooth, "tanh, sigmoid, exp, where, sin, cos");
     }
   }
 }

@@ -160,10 +160,10 @@ struct gradient_function {
     auto inputs = std::make_tuple(prepare(I, std::get<I>(arguments))...);
     // A function that can use it (a static graph) learns that its output is
     // about to be seeded with ones, so it may run the backward of a final
-    // sum inside its forward pass.
+    // sum inside its forward pass, and whether its value will be read.
     auto result = [&] {
-      if constexpr (!sens && requires { f.call_with_unit_seed(inputs); })
-        if (!nested) return f.call_with_unit_seed(inputs);
+      if constexpr (!sens && requires { f.call_with_unit_seed(inputs, WithValue); })
+        if (!nested) return f.call_with_unit_seed(inputs, WithValue);
       return std::apply(f, inputs);
     }();
     const auto& output = [&]() -> const auto& {

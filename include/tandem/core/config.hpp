@@ -20,6 +20,13 @@
 #define TANDEM_INLINE_LAMBDA
 #endif
 
+// A rare path kept out of the loop that calls it, even a flattened one.
+#if defined(__GNUC__) || defined(__clang__)
+#define TANDEM_COLD inline __attribute__((noinline, cold))
+#else
+#define TANDEM_COLD inline
+#endif
+
 // On the function that runs one row of a fused group's loop: everything it
 // calls is inlined into it, the SIMD math included. A fused group's body is
 // large enough that GCC otherwise calls xsimd's sin, cos and exp out of line,

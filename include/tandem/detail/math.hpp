@@ -1,11 +1,15 @@
 #pragma once
 // Element math that op definitions call: one name per function, overloaded
-// for scalars (host and device) and for SIMD batches (forwarded to xsimd).
+// for scalars (host and device) and for SIMD batches (forwarded to xsimd,
+// but for float tanh, sin and cos, and fixes to some of xsimd's edges). The
+// batch forms are always inlined: a fused loop that calls one out of line
+// spills every vector register around the call.
 // NaN propagates through maximum/minimum in both forms, so the scalar tail of
 // a loop agrees with its vector body. Batches test NaN with xsimd::isnan:
 // xsimd 8.1's AVX-512 operator!= is an ordered compare, false for NaN != NaN.
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numbers>
 #include <type_traits>
@@ -56,7 +60,7 @@ xsimd::batch<T, A> multiply_add(const xsimd::batch<T, A>& a, const xsimd::batch<
 #endif
   return xsimd::fma(a, b, c);
 }
-template <class T, class A> xsimd::batch<T, A> tanh(const xsimd::batch<T, A>& x);
+template <class T, class A> TANDEM_ALWAYS_INLINE xsimd::batch<T, A> tanh(const xsimd::batch<T, A>& x);
 #endif
 
 // tanh of floats as x P(x^2) / Q(x^2), P and Q of degree 4, fitted by
@@ -112,7 +116,7 @@ template <number T> TANDEM_HOST_DEVICE T minimum(T a, T b) {
 // (float: 88.7). Near the top it is computed as exp(x / 2) squared, which
 // halves x exactly. (Results below the least normal value flush to zero, as
 // in xsimd.)
-template <class T, class A> xsimd::batch<T, A> exp(const xsimd::batch<T, A>& x) {
+template <class T, class A> TANDEM_ALWAYS_INLINE xsimd::batch<T, A> exp(const xsimd::batch<T, A>& x) {
   using batch = xsimd::batch<T, A>;
   const auto near_overflow = x > batch(std::is_same_v<T, float> ? T(80) : T(700));
   batch result = xsimd::exp(xsimd::select(near_overflow, x * batch(T(0.5)), x));
@@ -121,7 +125,7 @@ template <class T, class A> xsimd::batch<T, A> exp(const xsimd::batch<T, A>& x) 
 // xsimd 8.1's log reads a subnormal's exponent as the least normal one's
 // (double: log(1.5e-323) came out -746.5, not -743.3): such inputs are
 // scaled into the normal range first, and the scale taken off after.
-template <class T, class A> xsimd::batch<T, A> log(const xsimd::batch<T, A>& x) {
+template <class T, class A> TANDEM_ALWAYS_INLINE xsimd::batch<T, A> log(const xsimd::batch<T, A>& x) {
   using batch = xsimd::batch<T, A>;
   constexpr int shift = std::numeric_limits<T>::digits;
   const auto subnormal = x < batch(std::numeric_limits<T>::min());
@@ -129,20 +133,98 @@ template <class T, class A> xsimd::batch<T, A> log(const xsimd::batch<T, A>& x) 
   batch result = xsimd::log(scaled);
   return xsimd::select(subnormal, result - batch(T(shift) * std::numbers::ln2_v<T>), result);
 }
-template <class T, class A> xsimd::batch<T, A> log1p(const xsimd::batch<T, A>& x) { return xsimd::log1p(x); }
+template <class T, class A>
+TANDEM_ALWAYS_INLINE xsimd::batch<T, A> log1p(const xsimd::batch<T, A>& x) {
+  return xsimd::log1p(x);
+}
 // xsimd 8.1's expm1 overflows early, as its exp does; where exp(x) is that
 // large, expm1(x) rounds to it.
-template <class T, class A> xsimd::batch<T, A> expm1(const xsimd::batch<T, A>& x) {
+template <class T, class A> TANDEM_ALWAYS_INLINE xsimd::batch<T, A> expm1(const xsimd::batch<T, A>& x) {
   using batch = xsimd::batch<T, A>;
   const auto large = x > batch(std::is_same_v<T, float> ? T(80) : T(700));
   return xsimd::select(large, math::exp(x), xsimd::expm1(xsimd::select(large, batch(T(0)), x)));
 }
-template <class T, class A> xsimd::batch<T, A> sqrt(const xsimd::batch<T, A>& x) { return xsimd::sqrt(x); }
-template <class T, class A> xsimd::batch<T, A> sin(const xsimd::batch<T, A>& x) { return xsimd::sin(x); }
-template <class T, class A> xsimd::batch<T, A> cos(const xsimd::batch<T, A>& x) { return xsimd::cos(x); }
+template <class T, class A>
+TANDEM_ALWAYS_INLINE xsimd::batch<T, A> sqrt(const xsimd::batch<T, A>& x) {
+  return xsimd::sqrt(x);
+}
+// sin and cos of floats from one reduction: |x| = n pi/2 + r with |r| <=
+// pi/4, pi/2 in four parts (Cody-Waite), the first three of at most 12
+// bits, so that n times each is exact for n < 4096 and every step rounds
+// once, with FMA or without. Polynomials in r fitted by bench/sincos_fit.py
+// give sin r and cos r; n's quadrant swaps and signs them, and sin takes x's
+// sign (so sin(-0) is -0). Past |x| = 6400 (infinities too) xsimd's
+// reduction, exact for every float, takes over.
+//
+// All of it inline, so that sin and cos of one x in one loop (a sine and its
+// derivative in a fused gradient) share it; xsimd's reduce in a function of
+// their own that GCC inlines into some loops and not others. Sharing needs
+// GCC to see the two computations as equal, and GCC 12's AVX-512 rounding,
+// conversion and shift intrinsics each carry an undefined operand of their
+// own that makes two equal calls look different. So n is rounded by adding
+// and taking away 1.5 * 2^23, and its quadrant is found in floats.
+inline constexpr float sin_cos_reduction_bound = 6400.0f;
+
+template <class A>
+struct sine_and_cosine {
+  xsimd::batch<float, A> sin, cos;
+};
+
+// The lanes of x past the bound from xsimd, the others from `near`. By
+// value: an x passed by reference would have to be read again after the
+// call, and a second sin_cos(x) could no longer share the first's work.
+template <class A>
+TANDEM_COLD sine_and_cosine<A> far_sin_cos(xsimd::batch<float, A> x, sine_and_cosine<A> near) {
+  const auto far = xsimd::abs(x) > xsimd::batch<float, A>(sin_cos_reduction_bound);
+  return {xsimd::select(far, xsimd::sin(x), near.sin), xsimd::select(far, xsimd::cos(x), near.cos)};
+}
+
+template <class A>
+TANDEM_ALWAYS_INLINE sine_and_cosine<A> sin_cos(const xsimd::batch<float, A>& x) {
+  using batch = xsimd::batch<float, A>;
+  const batch magnitude = xsimd::abs(x);
+  const batch rounder(12582912.0f);
+  const batch shifted = magnitude * batch(0.636619772f) + rounder;
+  const batch n = shifted - rounder;
+  batch r = multiply_add(n, batch(-1.5703125f), magnitude);
+  r = multiply_add(n, batch(-4.837512969970703125e-4f), r);
+  r = multiply_add(n, batch(-7.549533620476723e-8f), r);
+  r = multiply_add(n, batch(-2.5633440682570896e-12f), r);
+  const batch t = r * r;
+  batch s = multiply_add(multiply_add(batch(-1.95153028e-4f), t, batch(8.33216123e-3f)), t, batch(-0.166666552f));
+  s = multiply_add(s * t, r, r);
+  batch c = multiply_add(multiply_add(batch(2.44384664e-5f), t, batch(-1.38873677e-3f)), t, batch(4.16666456e-2f));
+  c = multiply_add(c * t, t, multiply_add(t, batch(-0.5f), batch(1.0f)));
+  // The quadrant q = n mod 4, as a float: n - 4 floor(n / 4), the floor
+  // rounded as n was. Odd q swaps sin and cos; q >= 2 negates sin, q of 1
+  // or 2 negates cos.
+  const batch quarter = (n * batch(0.25f) - batch(0.375f) + rounder) - rounder;
+  const batch q = multiply_add(quarter, batch(-4.0f), n);
+  const auto odd = (q == batch(1.0f)) | (q == batch(3.0f));
+  const batch negative(-0.0f), positive(0.0f);
+  const batch sin_sign = xsimd::select(q >= batch(2.0f), negative, positive) ^ xsimd::bitofsign(x);
+  const batch cos_sign = xsimd::select(xsimd::abs(q - batch(1.5f)) < batch(1.0f), negative, positive);
+  const sine_and_cosine<A> near{xsimd::select(odd, c, s) ^ sin_sign, xsimd::select(odd, s, c) ^ cos_sign};
+  // The rare path reads the near result too, so the compiler computes it
+  // before the test, where a second sin_cos(x) inlined after this one finds
+  // it.
+  if (xsimd::any(magnitude > batch(sin_cos_reduction_bound))) [[unlikely]]
+    return far_sin_cos(x, near);
+  return near;
+}
+
+// Doubles: xsimd's (a double polynomial that good costs what its call does).
+template <class T, class A> TANDEM_ALWAYS_INLINE xsimd::batch<T, A> sin(const xsimd::batch<T, A>& x) {
+  if constexpr (std::is_same_v<T, float>) return sin_cos(x).sin;
+  else return xsimd::sin(x);
+}
+template <class T, class A> TANDEM_ALWAYS_INLINE xsimd::batch<T, A> cos(const xsimd::batch<T, A>& x) {
+  if constexpr (std::is_same_v<T, float>) return sin_cos(x).cos;
+  else return xsimd::cos(x);
+}
 // xsimd's for double (a rational function that good would cost more than
 // its exp), the rational approximation above for float.
-template <class T, class A> xsimd::batch<T, A> tanh(const xsimd::batch<T, A>& x) {
+template <class T, class A> TANDEM_ALWAYS_INLINE xsimd::batch<T, A> tanh(const xsimd::batch<T, A>& x) {
   if constexpr (std::is_same_v<T, float>) {
     using batch = xsimd::batch<T, A>;
     const batch one(1.0f);
@@ -166,7 +248,10 @@ template <class T, class A> xsimd::batch<T, A> erf(const xsimd::batch<T, A>& x) 
 template <class T, class A> xsimd::batch<T, A> erfc(const xsimd::batch<T, A>& x) {
   return xsimd::erfc(clamped_magnitude(x, T(30)));
 }
-template <class T, class A> xsimd::batch<T, A> abs(const xsimd::batch<T, A>& x) { return xsimd::abs(x); }
+template <class T, class A>
+TANDEM_ALWAYS_INLINE xsimd::batch<T, A> abs(const xsimd::batch<T, A>& x) {
+  return xsimd::abs(x);
+}
 // xsimd 8.1's pow is right for finite nonzero bases and finite exponents,
 // and wrong at most of IEEE's special cases (pow(0, 0) came out 0, pow(1,
 // nan) and pow(-inf, 0.5) nan, pow(-1, 1e300) -1). It runs on the base's

@@ -83,8 +83,10 @@ struct group_kernel {
     std::array<V, n_classes> value = values(in);
     std::array<V, n_classes> adjoint;
     std::array<V, n_operands> result;
-    adjoint.fill(V(0));
-    result.fill(V(0));
+    // Sums start from -0, not +0: -0 + g is g for every g, so the compiler
+    // drops the first addition into each (most have only one).
+    adjoint.fill(V(compute_type(-0.0)));
+    result.fill(V(compute_type(-0.0)));
     adjoint[n_classes - 1] = g;
     [&]<std::size_t... I>(std::index_sequence<I...>) TANDEM_INLINE_LAMBDA {
       (back<n_classes - 1 - I>(value, adjoint, result, in), ...);
@@ -158,7 +160,10 @@ struct group_kernel {
 };
 
 // A unit-seeded fused summation's op: the group's value (to reduce), then
-// the adjoints of the operands I..., for a seed of `seed` everywhere.
+// the adjoints of the operands I..., for a seed of `seed` everywhere. The
+// rules run from a seed of exactly 1, a constant the compiler multiplies
+// away, and only the adjoints are scaled (a mean's 1/n; a sum's 1 costs one
+// multiplication per operand).
 template <class Kernel, std::size_t... I>
 struct value_then_adjoints {
   static constexpr const char* name = "fused_forward_backward";
@@ -167,8 +172,9 @@ struct value_then_adjoints {
   typename Kernel::compute_type seed;
   template <class V, class... Rest>
   TANDEM_ALWAYS_INLINE std::array<V, 1 + sizeof...(I)> operator()(const V& first, const Rest&... rest) const {
-    auto both = kernel.value_and_adjoints(V(seed), std::array<V, 1 + sizeof...(Rest)>{first, rest...});
-    return {both.value, both.adjoints[I]...};
+    using C = typename Kernel::compute_type;
+    auto both = kernel.value_and_adjoints(V(C(1)), std::array<V, 1 + sizeof...(Rest)>{first, rest...});
+    return {both.value, both.adjoints[I] * V(seed)...};
   }
 };
 

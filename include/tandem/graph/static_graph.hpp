@@ -55,19 +55,21 @@ class static_graph {
       return f_(a...);
     } else {
       if (!jit_enabled()) return f_(a...);
-      return run(std::index_sequence_for<A...>{}, false, a...);
+      return run(std::index_sequence_for<A...>{}, false, true, a...);
     }
   }
 
   // A call whose first output's backward is seeded with ones right after
   // (grad and value_and_grad of the graph make it): a sum or mean at that
-  // output runs its group's backward in the same pass as its forward.
+  // output runs its group's backward in the same pass as its forward, or
+  // runs the backward alone where the caller will not read the output
+  // (`value_read` false, grad: the output is then NaN).
   template <class... A>
-  auto call_with_unit_seed(const std::tuple<A...>& arguments) const {
+  auto call_with_unit_seed(const std::tuple<A...>& arguments, bool value_read = true) const {
     return std::apply(
         [&](const A&... a) {
           if (!jit_enabled()) return f_(a...);
-          return run(std::index_sequence_for<A...>{}, true, a...);
+          return run(std::index_sequence_for<A...>{}, true, value_read, a...);
         },
         arguments);
   }
@@ -175,7 +177,7 @@ class static_graph {
 
  private:
   template <class... A, std::size_t... I>
-  auto run(std::index_sequence<I...>, bool unit_seed, const A&... a) const {
+  auto run(std::index_sequence<I...>, bool unit_seed, bool unit_seed_value_read, const A&... a) const {
     auto root = trace(a...);
     using root_type = decltype(root);
     using inputs_type = std::tuple<const A&...>;
@@ -194,7 +196,7 @@ class static_graph {
     // The run lives on the stack unless the autograd graph keeps it.
     const void* seeded = unit_seed ? output_keys(root)[0] : nullptr;
     using exec_type = detail::executor<root_type, inputs_type>;
-    exec_type exec(inputs, recording, seeded);
+    exec_type exec(inputs, recording, seeded, unit_seed_value_read);
     auto outputs = detail::apply_operands([&](const auto&... out) { return std::tuple{exec.value(out)...}; }, root.children);
     if (!known) remember<decltype(root)>(signature);
     if (recording) {

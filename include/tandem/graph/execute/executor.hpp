@@ -47,9 +47,14 @@ class executor final : public graph_run {
   // `unit_seed` is the key of an output whose backward will be seeded with
   // ones right after this call (a grad of the graph), or null: a fused
   // summation at that output then runs its group's backward in the same pass
-  // as its forward.
-  executor(const Inputs& inputs, bool for_backward, const void* unit_seed = nullptr)
-      : inputs_(inputs), for_backward_(for_backward), unit_seed_(unit_seed) {}
+  // as its forward, or, where the caller will not read that output's value
+  // (`unit_seed_value_read` false: grad, not value_and_grad), only the
+  // backward.
+  executor(const Inputs& inputs, bool for_backward, const void* unit_seed = nullptr, bool unit_seed_value_read = true)
+      : inputs_(inputs),
+        for_backward_(for_backward),
+        unit_seed_(unit_seed),
+        unit_seed_value_read_(unit_seed_value_read) {}
 
   template <class N>
   tensor<value_of_t<N>> value(const sym<N>& s) {
@@ -309,6 +314,7 @@ class executor final : public graph_run {
   const Inputs& inputs_;
   bool for_backward_;
   const void* unit_seed_;
+  bool unit_seed_value_read_;
   key_map<any_tensor, 8> memo_;
   key_map<any_tensor> gradients_;
   key_map<any_tensor> captured_;
