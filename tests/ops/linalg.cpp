@@ -109,10 +109,18 @@ TEST_CASE("matmul gives the same bits for any thread count") {
 
 TEST_CASE("products of up to 12 columns, summed along the depth: tails, every layout, any thread count") {
   // Depths around the 16-step chunks (31 is below the narrow kernel, 32 its
-  // least), rows around its 4-row tiles, columns in chunks of 1 to 4.
+  // least, 1300 and 2001 past the depth where AVX2 sums in pairs of rows),
+  // rows around its 4-row tiles, columns in chunks of 1 to 4.
   std::uint64_t seed = 40;
-  for (auto [m, k, n] : std::vector<std::array<std::int64_t, 3>>{
-           {1, 32, 1}, {5, 33, 12}, {13, 100, 10}, {4, 48, 4}, {3, 31, 10}, {7, 1000, 3}, {130, 257, 7}}) {
+  for (auto [m, k, n] : std::vector<std::array<std::int64_t, 3>>{{1, 32, 1},
+                                                                  {5, 33, 12},
+                                                                  {13, 100, 10},
+                                                                  {4, 48, 4},
+                                                                  {3, 31, 10},
+                                                                  {7, 1000, 3},
+                                                                  {130, 257, 7},
+                                                                  {9, 1300, 11},
+                                                                  {6, 2001, 1}}) {
     tensor<float> a = test::random_tensor<float>({m, k}, -1, 1, seed++);
     tensor<float> b = test::random_tensor<float>({k, n}, -1, 1, seed++);
     auto want = reference_matmul(a, b, m, k, n);

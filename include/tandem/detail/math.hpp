@@ -184,8 +184,9 @@ TANDEM_ALWAYS_INLINE sine_and_cosine<A> sin_cos(const xsimd::batch<float, A>& x)
   using batch = xsimd::batch<float, A>;
   const batch magnitude = xsimd::abs(x);
   const batch rounder(12582912.0f);
-  const batch shifted = magnitude * batch(0.636619772f) + rounder;
-  const batch n = shifted - rounder;
+  // One rounding where the target has FMA, whether or not the compiler
+  // contracts a * b + c, so that n does not depend on the flags.
+  const batch n = multiply_add(magnitude, batch(0.636619772f), rounder) - rounder;
   batch r = multiply_add(n, batch(-1.5703125f), magnitude);
   r = multiply_add(n, batch(-4.837512969970703125e-4f), r);
   r = multiply_add(n, batch(-7.549533620476723e-8f), r);

@@ -99,52 +99,107 @@ struct narrow_gemm_rows {
   std::int64_t chunk_stride;
 };
 
-// Adds the products of one part (lanes [part * width, part * width +
-// width) of every 16 steps) of a tile into `sums`: rows of A `depth` long,
-// and `b_columns`, B's columns, `b_stride` apart and zero past the depth up
-// to a multiple of 16.
-template <std::int64_t Columns>
-TANDEM_ALWAYS_INLINE void narrow_gemm_sum_part(const narrow_gemm_rows& a, std::int64_t depth, const float* b_columns,
-                                               std::int64_t b_stride, std::int64_t part,
-                                               narrow_gemm_shape::batch (&sums)[narrow_gemm_shape::rows][Columns]) {
+// Adds the products of `Parts` parts from `first_part` (part p: lanes
+// [p * width, p * width + width) of every 16 steps) of `Rows` rows of A by
+// `Columns` columns into `sums`: rows `depth` long (the first `Rows` of
+// `a`), and `b_columns`, B's columns, `b_stride` apart and zero past the
+// depth up to a multiple of 16. Each sum adds its lane's steps in depth
+// order, whatever the tile's shape.
+template <std::int64_t Rows, std::int64_t Columns, std::int64_t Parts>
+TANDEM_ALWAYS_INLINE void narrow_gemm_sum(const narrow_gemm_rows& a, std::int64_t depth, const float* b_columns,
+                                          std::int64_t b_stride, std::int64_t first_part,
+                                          narrow_gemm_shape::batch (&sums)[Rows][Parts][Columns]) {
   using shape = narrow_gemm_shape;
   using batch = shape::batch;
-  constexpr std::int64_t rows = shape::rows;
   TANDEM_UNROLL_ALL
   for (auto& row : sums)
     TANDEM_UNROLL_ALL
-    for (batch& element : row) element = batch(0.0f);
+    for (auto& part : row)
+      TANDEM_UNROLL_ALL
+      for (batch& element : part) element = batch(0.0f);
   // Unrolled whole, or GCC keeps the sums in memory.
   auto step = [&](const float* const* a_rows, std::int64_t a_at, std::int64_t b_at) {
-    batch bj[Columns];
+    batch bj[Parts][Columns];
     TANDEM_UNROLL_ALL
-    for (std::int64_t j = 0; j < Columns; ++j) {
-      bj[j] = batch::load_aligned(b_columns + j * b_stride + b_at);
-      narrow_gemm_keep_in_register(bj[j]);
-    }
-    TANDEM_UNROLL_ALL
-    for (std::int64_t r = 0; r < rows; ++r) {
-      batch ar = batch::load_unaligned(a_rows[r] + a_at);
-      narrow_gemm_keep_in_register(ar);
+    for (std::int64_t p = 0; p < Parts; ++p)
       TANDEM_UNROLL_ALL
-      for (std::int64_t j = 0; j < Columns; ++j) sums[r][j] = math::multiply_add(ar, bj[j], sums[r][j]);
-    }
+      for (std::int64_t j = 0; j < Columns; ++j) {
+        bj[p][j] = batch::load_aligned(b_columns + j * b_stride + b_at + p * shape::width);
+        narrow_gemm_keep_in_register(bj[p][j]);
+      }
+    TANDEM_UNROLL_ALL
+    for (std::int64_t r = 0; r < Rows; ++r)
+      TANDEM_UNROLL_ALL
+      for (std::int64_t p = 0; p < Parts; ++p) {
+        batch ar = batch::load_unaligned(a_rows[r] + a_at + p * shape::width);
+        narrow_gemm_keep_in_register(ar);
+        TANDEM_UNROLL_ALL
+        for (std::int64_t j = 0; j < Columns; ++j) sums[r][p][j] = math::multiply_add(ar, bj[p][j], sums[r][p][j]);
+      }
   };
-  const std::int64_t offset = part * shape::width;
+  const std::int64_t offset = first_part * shape::width;
   std::int64_t k = 0, a_at = 0;
   for (; k + shape::lanes <= depth; k += shape::lanes, a_at += a.chunk_stride) step(a.row, a_at + offset, k + offset);
   if (k < depth) {
     // The last steps from zero-padded copies: a row's end may be the end of
     // its allocation.
-    alignas(64) float tail[rows][shape::lanes] = {};
-    const float* tail_rows[rows];
-    for (std::int64_t r = 0; r < rows; ++r) {
+    alignas(64) float tail[Rows][shape::lanes] = {};
+    const float* tail_rows[Rows];
+    for (std::int64_t r = 0; r < Rows; ++r) {
       std::copy(a.row[r] + a_at, a.row[r] + a_at + (depth - k), tail[r]);
       tail_rows[r] = tail[r];
     }
     step(tail_rows, offset, k + offset);
   }
 }
+
+#if !defined(__AVX512F__)
+// An element's 16 sums as AVX2 holds them (lanes 0-7, lanes 8-15) through
+// the tree's first two levels: (l, l + 8), then (l, l + 4).
+TANDEM_ALWAYS_INLINE __m128 narrow_eights_to_fours(__m256 first_lanes, __m256 last_lanes) {
+  const __m256 eights = _mm256_add_ps(first_lanes, last_lanes);
+  return _mm_add_ps(_mm256_castps256_ps128(eights), _mm256_extractf128_ps(eights, 1));
+}
+
+// From this depth AVX2 sums a tile in pairs of rows by pairs of columns,
+// both parts at once (8 sums, 4 batches of B, one of A in its 16
+// registers), so that each row is read in one pass. A 4 x 3 tile, one part
+// at a time, reads its rows and columns twice; past 32 KB of them (L1 on
+// Zen 3 and 4: 4 rows and 3 columns of 1170 steps) the second pass comes
+// from L2, and the CNN's head, 128x1568x10, ran at 81 us where gemm.hpp's
+// tiles took 67 (in pairs: 67). Below, the pairs load a batch per
+// multiply-add and lose (128x900x10: 40 us against 34); even at 1300 steps.
+// The sums are the same, so are the bits.
+inline constexpr std::int64_t narrow_gemm_deep = 1280;
+
+template <std::int64_t Columns>
+void narrow_gemm_tile_in_pairs(const narrow_gemm_rows& a, std::int64_t depth, const float* b_columns,
+                               std::int64_t b_stride, float* c, std::int64_t ldc, std::int64_t rows) {
+  using shape = narrow_gemm_shape;
+  using batch = shape::batch;
+  for (std::int64_t first_row = 0; first_row < rows; first_row += 2) {
+    const narrow_gemm_rows pair{{a.row[first_row], a.row[first_row + 1]}, a.chunk_stride};
+    // A row's results at its columns; the last pair's store may reach two
+    // floats past the tile's columns.
+    alignas(16) float results[2][8];
+    auto sum_columns = [&]<std::int64_t Count>(std::integral_constant<std::int64_t, Count>, std::int64_t first_column) {
+      batch sums[2][2][Count];
+      narrow_gemm_sum<2, Count, 2>(pair, depth, b_columns + first_column * b_stride, b_stride, 0, sums);
+      for (std::int64_t r = 0; r < 2; ++r) {
+        __m128 fours[4] = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};
+        TANDEM_UNROLL_ALL
+        for (std::int64_t j = 0; j < Count; ++j) fours[j] = narrow_eights_to_fours(sums[r][0][j], sums[r][1][j]);
+        _mm_storeu_ps(results[r] + first_column, narrow_fours_to_ones(fours[0], fours[1], fours[2], fours[3]));
+      }
+    };
+    static_assert(Columns <= 3, "tandem internal: an AVX2 tile has up to 3 columns");
+    sum_columns(std::integral_constant<std::int64_t, Columns == 1 ? 1 : 2>{}, 0);
+    if constexpr (Columns == 3) sum_columns(std::integral_constant<std::int64_t, 1>{}, 2);
+    for (std::int64_t r = first_row; r < std::min(rows, first_row + 2); ++r)
+      std::copy(results[r - first_row], results[r - first_row] + Columns, c + r * ldc);
+  }
+}
+#endif
 
 // `rows` rows (up to 4; a tile's missing rows repeat its first, their
 // results dropped) by `Columns` columns of C.
@@ -154,11 +209,11 @@ void narrow_gemm_tile(const narrow_gemm_rows& a, std::int64_t depth, const float
   using shape = narrow_gemm_shape;
   using batch = shape::batch;
   static_assert(Columns <= shape::max_columns, "tandem internal: a tile has up to 4 columns");
-  batch sums[shape::rows][Columns];
   __m128 results[shape::rows];
 #if defined(__AVX512F__)
   static_assert(shape::parts == 1, "tandem internal: an AVX-512 build sums in 16-lane batches");
-  narrow_gemm_sum_part<Columns>(a, depth, b_columns, b_stride, 0, sums);
+  batch sums[shape::rows][1][Columns];
+  narrow_gemm_sum<shape::rows, Columns, 1>(a, depth, b_columns, b_stride, 0, sums);
   // The tree for all 16 elements at once, as 4x4 transposes of 128-bit
   // quarters: x[4 * j + r] is row r's column j (zero past Columns), and
   // each step adds the same pairs as AVX2's below, so the 128-bit quarter
@@ -167,7 +222,7 @@ void narrow_gemm_tile(const narrow_gemm_rows& a, std::int64_t depth, const float
   TANDEM_UNROLL_ALL
   for (std::int64_t j = 0; j < 4; ++j)
     TANDEM_UNROLL_ALL
-    for (std::int64_t r = 0; r < 4; ++r) x[4 * j + r] = j < Columns ? __m512(sums[r][j]) : _mm512_setzero_ps();
+    for (std::int64_t r = 0; r < 4; ++r) x[4 * j + r] = j < Columns ? __m512(sums[r][0][j]) : _mm512_setzero_ps();
   __m512 halves[8], quarters[4];
   TANDEM_UNROLL_ALL
   for (std::int64_t i = 0; i < 8; ++i)
@@ -189,21 +244,18 @@ void narrow_gemm_tile(const narrow_gemm_rows& a, std::int64_t depth, const float
   results[3] = _mm512_extractf32x4_ps(ones, 3);
 #else
   static_assert(shape::parts == 2, "tandem internal: an AVX2 build sums in 8-lane batches");
-  narrow_gemm_sum_part<Columns>(a, depth, b_columns, b_stride, 0, sums);
-  __m256 first_lanes[shape::rows][Columns];
-  TANDEM_UNROLL_ALL
-  for (std::int64_t r = 0; r < shape::rows; ++r)
-    TANDEM_UNROLL_ALL
-    for (std::int64_t j = 0; j < Columns; ++j) first_lanes[r][j] = sums[r][j];
-  narrow_gemm_sum_part<Columns>(a, depth, b_columns, b_stride, 1, sums);
+  if (depth >= narrow_gemm_deep) {
+    narrow_gemm_tile_in_pairs<Columns>(a, depth, b_columns, b_stride, c, ldc, rows);
+    return;
+  }
+  batch first_lanes[shape::rows][1][Columns], last_lanes[shape::rows][1][Columns];
+  narrow_gemm_sum<shape::rows, Columns, 1>(a, depth, b_columns, b_stride, 0, first_lanes);
+  narrow_gemm_sum<shape::rows, Columns, 1>(a, depth, b_columns, b_stride, 1, last_lanes);
   TANDEM_UNROLL_ALL
   for (std::int64_t r = 0; r < shape::rows; ++r) {
     __m128 fours[4] = {_mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps(), _mm_setzero_ps()};
     TANDEM_UNROLL_ALL
-    for (std::int64_t j = 0; j < Columns; ++j) {
-      const __m256 eights = _mm256_add_ps(first_lanes[r][j], sums[r][j]);
-      fours[j] = _mm_add_ps(_mm256_castps256_ps128(eights), _mm256_extractf128_ps(eights, 1));
-    }
+    for (std::int64_t j = 0; j < Columns; ++j) fours[j] = narrow_eights_to_fours(first_lanes[r][0][j], last_lanes[r][0][j]);
     results[r] = narrow_fours_to_ones(fours[0], fours[1], fours[2], fours[3]);
   }
 #endif
