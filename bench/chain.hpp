@@ -6,11 +6,20 @@
 
 #include <tandem/tandem.hpp>
 
+#include <vector>
+
 namespace bench {
 
 inline tandem::tensor<float> input(std::int64_t n, std::uint64_t seed) {
   tandem::generator gen(seed);
   return tandem::uniform({n}, -1, 1, gen);
+}
+
+// 4096 floats spread over [-6.8, 6.8], for a function timed in cache.
+inline std::vector<float> in_cache_inputs() {
+  std::vector<float> x(4096);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = (static_cast<float>(i) - 2048.0f) / 300.0f;
+  return x;
 }
 
 template <class X>

@@ -11,6 +11,8 @@
 
 #include <tandem/tandem.hpp>
 
+#include "chain.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -22,12 +24,6 @@ namespace {
 using batch = xsimd::batch<float>;
 namespace math = tandem::detail::math;
 constexpr std::size_t size = 4096;
-
-std::vector<float> inputs() {
-  std::vector<float> x(size);
-  for (std::size_t i = 0; i < size; ++i) x[i] = (static_cast<float>(i) - 2048.0f) / 300.0f;
-  return x;
-}
 
 // `apply(in, out, n)` writes f(x) for n floats x, where f is sin, or sin +
 // cos (both read from one evaluation; the error is the larger of the two's).
@@ -60,7 +56,7 @@ double max_ulp(Apply apply, bool with_cos) {
 // `apply(x)` returns {sin x, cos x} (cos only where with_cos).
 template <class Apply>
 void run(benchmark::State& state, Apply apply, bool with_cos) {
-  std::vector<float> x = inputs(), y(size);
+  std::vector<float> x = bench::in_cache_inputs(), y(size);
   for (auto _ : state) {
     for (std::size_t i = 0; i < size; i += batch::size) {
       auto [sine, cosine] = apply(batch::load_unaligned(x.data() + i));

@@ -10,6 +10,8 @@
 
 #include <tandem/tandem.hpp>
 
+#include "chain.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -24,12 +26,6 @@ namespace {
 
 using batch = xsimd::batch<float>;
 constexpr std::size_t size = 4096;
-
-std::vector<float> inputs() {
-  std::vector<float> x(size);
-  for (std::size_t i = 0; i < size; ++i) x[i] = (static_cast<float>(i) - 2048.0f) / 300.0f;
-  return x;
-}
 
 // `apply(in, out, n)` writes tanh of n floats.
 template <class Apply>
@@ -53,7 +49,7 @@ double max_ulp(Apply apply) {
 
 template <class Apply>
 void run(benchmark::State& state, Apply apply) {
-  std::vector<float> x = inputs(), y(size);
+  std::vector<float> x = bench::in_cache_inputs(), y(size);
   for (auto _ : state) {
     apply(x.data(), y.data(), size);
     benchmark::ClobberMemory();
