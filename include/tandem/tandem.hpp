@@ -9,6 +9,8 @@
 #include "tandem/capture/capture.hpp"
 #include "tandem/core/allocator.hpp"
 #include "tandem/core/creation.hpp"
+#include "tandem/core/device.hpp"
+#include "tandem/core/device_runtime.hpp"
 #include "tandem/core/dtype.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/print.hpp"

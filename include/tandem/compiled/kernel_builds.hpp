@@ -25,10 +25,7 @@
 #include "tandem/kernels/cpu/pool.hpp"
 #include "tandem/kernels/cpu/reduce.hpp"
 #include "tandem/kernels/cpu/softmax.hpp"
-#include "tandem/ops/elementwise/activation.hpp"
-#include "tandem/ops/elementwise/arithmetic.hpp"
-#include "tandem/ops/elementwise/compare.hpp"
-#include "tandem/ops/elementwise/math.hpp"
+#include "tandem/ops/elementwise/builtin.hpp"
 #include "tandem/ops/reduce.hpp"
 
 // install_kernels_isa_avx2 and so on: the one name the dispatcher calls.
@@ -53,18 +50,13 @@ void install_row(bool clear) {
   install_typed_row<typename Op::template result<In...>, typename Op::template compute<In...>, Op, In...>(clear);
 }
 
-using unary_ops = std::tuple<neg_op, abs_op, sign_op, square_op, exp_op, log_op, log1p_op, expm1_op, sqrt_op, rsqrt_op,
-                             sin_op, cos_op, erf_op, erfc_op, tanh_op, sigmoid_op, relu_op, gelu_op, softplus_op,
-                             isnan_op, isinf_op, isfinite_op>;
-using binary_ops = std::tuple<add_op, sub_op, mul_op, div_op, pow_op, maximum_op, minimum_op, eq_op, ne_op, lt_op,
-                              le_op, gt_op, ge_op, relu_backward_op>;
 using reducers = std::tuple<sum_reducer, prod_reducer, max_reducer, min_reducer>;
 
 template <class T>
 void install_rows(bool clear) {
   install_typed_row<T, T, identity_op, T>(clear);
-  [&]<class... Op>(std::tuple<Op...>*) { (install_row<Op, T>(clear), ...); }(static_cast<unary_ops*>(nullptr));
-  [&]<class... Op>(std::tuple<Op...>*) { (install_row<Op, T, T>(clear), ...); }(static_cast<binary_ops*>(nullptr));
+  [&]<class... Op>(std::tuple<Op...>*) { (install_row<Op, T>(clear), ...); }(static_cast<builtin_unary_ops*>(nullptr));
+  [&]<class... Op>(std::tuple<Op...>*) { (install_row<Op, T, T>(clear), ...); }(static_cast<builtin_binary_ops*>(nullptr));
   install_row<where_op, bool, T, T>(clear);
   install_row<clamp_op, T, T, T>(clear);
 }

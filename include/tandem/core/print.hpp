@@ -222,6 +222,7 @@ std::string format_nested(const tensor<T>& x, std::int64_t axis, std::int64_t of
 
 template <element T>
 std::string to_string(const tensor<T>& x, const print_options& options = get_print_options()) {
+  if (!x.device().is_cpu()) return to_string(x.detach().cpu(), options);
   bool summarise = x.numel() > options.threshold;
   std::vector<T> shown;
   detail::collect_shown(x, 0, 0, summarise, options.edge_items, shown);

@@ -4,7 +4,8 @@
 // state. Copying a tensor copies the handle; views (reshape, transpose,
 // slice, expand...) share the storage, so a write through a view is seen by
 // its base, and each view is its own node for autograd. clone() and
-// contiguous() are the ways to get a fresh buffer.
+// contiguous() are the ways to get a fresh buffer. The storage's device
+// (core/device.hpp) is the tensor's: to() copies between devices.
 
 #include <algorithm>
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tandem/core/device.hpp"
 #include "tandem/core/dtype.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/shape.hpp"
@@ -24,6 +26,8 @@
 #include "tandem/autograd/grad_mode.hpp"
 #include "tandem/autograd/node.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
+#include "tandem/kernels/cuda/dispatch.hpp"
+#include "tandem/ops/transfer.hpp"
 #include "tandem/ops/view.hpp"
 
 namespace tandem {
@@ -37,6 +41,7 @@ template <class T>
 void backward(const tensor<T>& output, const tensor<T>& seed, const backward_options& options);
 
 struct identity_op {
+  static constexpr const char* name = "copy";
   template <class V>
   TANDEM_HOST_DEVICE V operator()(const V& v) const {
     return v;
@@ -69,6 +74,13 @@ class tensor {
   explicit tensor(tandem::shape s)
       : storage_(detail::allocate_storage(
             static_cast<std::size_t>(detail::checked_numel(s, static_cast<std::int64_t>(sizeof(T)))) * sizeof(T))),
+        shape_(std::move(s)),
+        strides_(detail::contiguous_strides(shape_)) {}
+  // The same on `where`.
+  tensor(tandem::shape s, tandem::device where)
+      : storage_(detail::allocate_storage(
+            static_cast<std::size_t>(detail::checked_numel(s, static_cast<std::int64_t>(sizeof(T)))) * sizeof(T),
+            where)),
         shape_(std::move(s)),
         strides_(detail::contiguous_strides(shape_)) {}
 
@@ -111,6 +123,7 @@ class tensor {
     return true;
   }
   const std::shared_ptr<detail::storage>& storage() const { return storage_; }
+  tandem::device device() const { return storage_->device(); }
 
   // --- elements ---
   // Writing access: pending captured work that reads this tensor runs first.
@@ -119,11 +132,19 @@ class tensor {
     return static_cast<T*>(storage_->data()) + offset_;
   }
   const T* data() const { return static_cast<const T*>(storage_->data()) + offset_; }
+  // The elements' address on the tensor's device, for its kernels and
+  // copies (data() is the host's and throws for a GPU's memory).
+  T* device_data() {
+    detail::before_write(*storage_);
+    return static_cast<T*>(storage_->device_data()) + offset_;
+  }
+  const T* device_data() const { return static_cast<const T*>(storage_->device_data()) + offset_; }
 
   T item() const {
     if (numel() != 1)
       throw value_error("tandem::item: a tensor of shape " + to_string(shape_) +
                         " has " + std::to_string(numel()) + " elements, not one");
+    if (!device().is_cpu()) return detach().cpu().item();
     return *data();
   }
 
@@ -139,6 +160,7 @@ class tensor {
 
   // The elements in row-major order.
   std::vector<T> to_vector() const {
+    if (!device().is_cpu()) return detach().cpu().to_vector();
     tensor dense = contiguous();
     return std::vector<T>(dense.data(), dense.data() + dense.numel());
   }
@@ -279,14 +301,37 @@ class tensor {
   }
 
   // --- copies ---
+
+  // The same values on `where` (this tensor itself when it is there
+  // already); recorded, so gradients flow back to this device.
+  tensor to(tandem::device where) const {
+    const tandem::device from = device();
+    if (where == from) return *this;
+    const detail::device_runtime& runtime = detail::runtime_for(from.is_cpu() ? where : from, "to");
+    if (!from.is_cpu() && !where.is_cpu()) detail::runtime_for(where, "to");
+    tensor dense = contiguous();
+    tensor out(shape_, where);
+    if (numel() > 0)
+      runtime.copy(out.device_data(), where, dense.device_data(), from, static_cast<std::size_t>(numel()) * sizeof(T));
+    detail::record(transfer_op{from}, out, *this);
+    return out;
+  }
+  tensor cpu() const { return to(tandem::device::cpu); }
+  tensor cuda(int index = 0) const { return to(tandem::device::cuda(index)); }
+
   tensor contiguous() const { return is_contiguous() ? *this : clone(); }
   tensor clone() const { return astype<T>(); }
 
   template <element U>
   tensor<U> astype() const {
-    tensor<U> out(shape_);
-    detail::elementwise<U, T>(detail::identity_op{}, shape_, out.data(), detail::contiguous_strides(shape_),
-                              detail::operand<T>{data(), strides_});
+    tensor<U> out(shape_, device());
+    if (device().is_cpu())
+      detail::elementwise<U, T>(detail::identity_op{}, shape_, out.data(), detail::contiguous_strides(shape_),
+                                detail::operand<T>{data(), strides_});
+    else
+      detail::run_cuda_elementwise<U, T>("astype", detail::identity_op{}, device(), shape_, out.device_data(),
+                                         detail::contiguous_strides(shape_),
+                                         detail::device_operand<T>{device_data(), strides_, T()});
     detail::record(cast_op{}, out, *this);
     return out;
   }
@@ -300,10 +345,17 @@ class tensor {
     if (!detail::broadcasts_to(source.shape(), shape_))
       throw shape_error("tandem::assign: a tensor of shape " + to_string(source.shape()) +
                         " cannot be written into one of shape " + to_string(shape_));
+    if (source.device() != device())
+      throw device_error("tandem::assign: a tensor on " + to_string(source.device()) +
+                         " cannot be written into one on " + to_string(device()) + "; copy it with to() first");
     tensor<U> from = source.storage() == storage_ ? source.clone() : source.detach();
     from = from.expand(shape_);
-    detail::elementwise<T, T>(detail::identity_op{}, shape_, data(), strides_,
-                              detail::operand<U>{from.data(), detail::dims(from.strides().begin(), from.strides().end())});
+    detail::dims from_strides(from.strides().begin(), from.strides().end());
+    if (device().is_cpu())
+      detail::elementwise<T, T>(detail::identity_op{}, shape_, data(), strides_, detail::operand<U>{from.data(), from_strides});
+    else
+      detail::run_cuda_elementwise<T, T>("assign", detail::identity_op{}, device(), shape_, device_data(), strides_,
+                                         detail::device_operand<U>{from.device_data(), from_strides, U()});
     storage_->bump_version();
     return *this;
   }
@@ -311,6 +363,12 @@ class tensor {
   tensor& fill(S value) {
     check_writable("fill");
     T v = static_cast<T>(value);
+    if (!device().is_cpu()) {
+      detail::run_cuda_elementwise<T, T>("fill", detail::identity_op{}, device(), shape_, device_data(), strides_,
+                                         detail::device_scalar(v));
+      storage_->bump_version();
+      return *this;
+    }
     // A small contiguous tensor (a constant, a loop's index) needs no
     // kernel set up for it; a large one is filled by the threads.
     if (numel() <= 4096 && is_contiguous()) std::fill_n(data(), numel(), v);
@@ -357,7 +415,7 @@ class tensor {
     if (numel() != 1)
       throw shape_error("tandem::backward: a tensor of shape " + to_string(shape_) +
                         " is not a scalar; pass a sensitivity of that shape");
-    tensor seed(shape_);
+    tensor seed(shape_, device());
     seed.fill(1);
     detail::backward(*this, seed, options);
   }

@@ -18,6 +18,7 @@
 #include "tandem/core/tensor.hpp"
 #include "tandem/graph/fwd.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
+#include "tandem/kernels/cuda/dispatch.hpp"
 
 namespace tandem {
 namespace detail {
@@ -228,6 +229,51 @@ bool defer_map(deferred_work& work, const Op& op, const shape& out_shape, tensor
   return true;
 }
 
+// The device of the tensor operands; operands on two devices throw.
+template <class Op, class... X>
+device operands_device(const X&... x) {
+  device where = device::cpu;
+  bool seen = false, mixed = false;
+  auto visit = [&](const auto& operand) {
+    if constexpr (is_tensor_v<std::decay_t<decltype(operand)>>) {
+      device d = operand.device();
+      mixed = mixed || (seen && d != where);
+      if (!seen) where = d;
+      seen = true;
+    }
+  };
+  (visit(x), ...);
+  if (mixed) [[unlikely]] {
+    std::string all;
+    auto describe = [&](const auto& operand) {
+      if constexpr (is_tensor_v<std::decay_t<decltype(operand)>>)
+        all += (all.empty() ? "" : ", ") + to_string(operand.shape()) + " on " + to_string(operand.device());
+    };
+    (describe(x), ...);
+    throw device_error(std::string("tandem::") + Op::name + ": operands " + all +
+                       " are on different devices; move them to one with to()");
+  }
+  return where;
+}
+
+template <class X>
+auto make_device_operand(const X& x, const shape& out) {
+  if constexpr (is_tensor_v<X>)
+    return device_operand<typename X::value_type>{x.device_data(), broadcast_strides(x, out), {}};
+  else return device_scalar(x);
+}
+
+// Runs `op` on the GPU that holds the operands, into a fresh tensor there.
+template <class R, class C, class Op, class... X>
+tensor<R> device_map(const Op& op, device where, const X&... x) {
+  shape out_shape = broadcast_all<Op>(x...);
+  tensor<R> out(out_shape, where);
+  run_cuda_elementwise<R, C>(Op::name, op, where, out_shape, out.device_data(), contiguous_strides(out_shape),
+                             make_device_operand(x, out_shape)...);
+  record(op, out, x...);
+  return out;
+}
+
 // Runs `op` now: broadcasts, allocates the result, runs the elementwise
 // kernel and records the op. Scalars come converted (as_map_operand).
 // Under a capture, the op is deferred instead, and recorded.
@@ -236,6 +282,8 @@ map_result_t<Op, X...> eager_map(const Op& op, const X&... x) {
   using base = typename tensors_promoted<X...>::type;
   using C = typename Op::template compute<operand_element<base, X>...>;
   using R = typename Op::template result<operand_element<base, X>...>;
+  if (const device where = operands_device<Op>(x...); !where.is_cpu()) [[unlikely]]
+    return device_map<R, C>(op, where, x...);
   if (deferred_work* work = active_deferred_work()) [[unlikely]] {
     const shape* common = common_contiguous_shape(x...);
     tensor<R> out;

@@ -1,0 +1,79 @@
+#pragma once
+// GPU support, for a translation unit compiled by nvcc. Including this
+// header in one such unit of a program gives every unit of it (g++'s too)
+// CUDA tensors: it installs the CUDA runtime (kernels/cuda/runtime.hpp) and
+// compiles the GPU kernels of the built-in elementwise ops for float and
+// double, and of copies and conversions between every element type
+// (kernels/cuda/elementwise.hpp). Other units include <tandem/tandem.hpp>
+// as usual; including this one in several units only compiles the same
+// kernels again.
+//
+// Ops without a GPU kernel yet throw a device_error naming the op when
+// given a GPU tensor: they never read device memory on the host.
+
+#ifndef __CUDACC__
+#error "<tandem/cuda.hpp> is for translation units compiled by nvcc; host code reaches GPUs through <tandem/tandem.hpp>"
+#endif
+
+#include <cstdint>
+#include <tuple>
+
+#include "tandem/kernels/cuda/elementwise.hpp"
+#include "tandem/kernels/cuda/runtime.hpp"
+#include "tandem/ops/elementwise/builtin.hpp"
+#include "tandem/tandem.hpp"
+
+namespace tandem {
+namespace cuda {
+
+// Compiles the GPU kernel of a user's elementwise op (a struct as
+// tandem::elementwise takes, whose operator() is __host__ __device__) for
+// operands of element types In..., and makes it the one that
+// tandem::elementwise runs on GPU tensors of those types.
+template <class Op, class... In>
+void compile_elementwise() {
+  detail::cuda::install_elementwise<typename Op::template result<In...>, typename Op::template compute<In...>, Op,
+                                    In...>();
+}
+
+}  // namespace cuda
+
+namespace detail::cuda {
+
+using element_types = std::tuple<float, double, std::int32_t, std::int64_t, bool>;
+
+template <class T>
+void install_builtin_rows() {
+  [&]<class... Op>(std::tuple<Op...>*) { (tandem::cuda::compile_elementwise<Op, T>(), ...); }(
+      static_cast<builtin_unary_ops*>(nullptr));
+  [&]<class... Op>(std::tuple<Op...>*) { (tandem::cuda::compile_elementwise<Op, T, T>(), ...); }(
+      static_cast<builtin_binary_ops*>(nullptr));
+  tandem::cuda::compile_elementwise<where_op, bool, T, T>();
+  tandem::cuda::compile_elementwise<clamp_op, T, T, T>();
+}
+
+// Copies and conversions: astype (To from From) and assign (into To, read as
+// To), over every pair of element types.
+template <class To, class From>
+void install_conversion() {
+  install_elementwise<To, From, identity_op, From>();
+  install_elementwise<To, To, identity_op, From>();
+}
+
+inline bool install_kernels() {
+  install_runtime();
+  install_builtin_rows<float>();
+  install_builtin_rows<double>();
+  [&]<class... To>(std::tuple<To...>*) {
+    [&]<class... From>(std::tuple<From...>*) {
+      auto for_target = [&]<class Target>(Target*) { (install_conversion<Target, From>(), ...); };
+      (for_target(static_cast<To*>(nullptr)), ...);
+    }(static_cast<element_types*>(nullptr));
+  }(static_cast<element_types*>(nullptr));
+  return true;
+}
+
+inline const bool kernels_installed = install_kernels();
+
+}  // namespace detail::cuda
+}  // namespace tandem

@@ -1,0 +1,59 @@
+#pragma once
+// The GPU kernels as the host sees them: slots that a translation unit
+// compiled by nvcc fills (kernels/cuda/elementwise.hpp, installed by
+// <tandem/cuda.hpp>), read by every translation unit. This header needs no
+// CUDA headers, so the eager ops test a tensor's device and reach its kernel
+// the same way whether nvcc compiled them or not.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "tandem/core/device.hpp"
+#include "tandem/core/device_runtime.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/shape.hpp"
+
+namespace tandem::detail {
+
+// The most axes a GPU kernel indexes, after contiguous axes are merged.
+inline constexpr std::size_t cuda_max_axes = 8;
+
+// An operand as a GPU kernel reads it: device memory with strides over the
+// output's axes (0 along broadcast axes), or, where `data` is null, a
+// scalar passed by value.
+template <class T>
+struct device_operand {
+  const T* data;
+  dims strides;
+  T scalar;
+};
+
+template <class T>
+device_operand<T> device_scalar(T value) {
+  return {nullptr, {}, value};
+}
+
+// out = op(in...) elementwise over `out_shape`, out written with `out_strides`,
+// computed in C. Runs on the device's stream; returns before it finishes.
+template <class R, class C, class Op, class... In>
+using cuda_elementwise_kernel = void (*)(const Op& op, int device_index, const shape& out_shape, R* out,
+                                         const dims& out_strides, const device_operand<In>&... in);
+
+template <class R, class C, class Op, class... In>
+inline std::atomic<cuda_elementwise_kernel<R, C, Op, In...>> cuda_elementwise_slot{nullptr};
+
+template <class R, class C, class Op, class... In>
+void run_cuda_elementwise(const char* op_name, const Op& op, device where, const shape& out_shape, R* out,
+                          const dims& out_strides, const device_operand<In>&... in) {
+  runtime_for(where, op_name);
+  auto kernel = cuda_elementwise_slot<R, C, Op, In...>.load(std::memory_order_acquire);
+  if (!kernel)
+    throw device_error(std::string("tandem::") + op_name + ": no CUDA kernel for these element types in this program "
+                       "(a translation unit compiled by nvcc that includes <tandem/cuda.hpp> compiles the built-in "
+                       "ops' kernels; tandem::cuda::compile_elementwise<Op, T...>() compiles another op's)");
+  kernel(op, where.index(), out_shape, out, out_strides, in...);
+}
+
+}  // namespace tandem::detail

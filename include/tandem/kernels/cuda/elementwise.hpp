@@ -1,0 +1,154 @@
+#pragma once
+// The GPU's elementwise kernel (compiled only by nvcc): out = op(in...) over
+// an index space of up to cuda_max_axes axes, each operand read through its
+// own strides (0 along broadcast axes) or as a scalar. The op is the same
+// struct the CPU kernels run: its scalar operator() is host and device code.
+// Axes that are contiguous in every array are merged first, so a dense
+// tensor is one flat axis and its loop needs no index arithmetic.
+
+#ifndef __CUDACC__
+#error "tandem/kernels/cuda/elementwise.hpp is compiled only by nvcc; include <tandem/cuda.hpp> from a .cu file"
+#endif
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "tandem/core/shape.hpp"
+#include "tandem/kernels/cuda/dispatch.hpp"
+#include "tandem/kernels/cuda/runtime.hpp"
+
+namespace tandem::detail::cuda {
+
+// The arrays' strides over a merged index space.
+struct index_space {
+  int rank;
+  std::int64_t extents[cuda_max_axes];
+};
+
+template <class T>
+struct strided_input {
+  const T* data;  // null: read `scalar`
+  std::int64_t strides[cuda_max_axes];
+  T scalar;
+};
+
+struct strided_output {
+  std::int64_t strides[cuda_max_axes];
+};
+
+// Merges axes that every array walks contiguously (stride[a] ==
+// stride[a+1] * extent[a+1] for all of them) and drops axes of extent 1.
+// `strides` holds the output's first, then each operand's; they come back
+// merged.
+template <std::size_t Arrays>
+index_space merge_axes(const shape& extents, std::array<dims, Arrays>& strides, const char* op) {
+  index_space space{0, {}};
+  std::array<std::array<std::int64_t, cuda_max_axes>, Arrays> merged{};
+  int rank = 0;
+  for (std::size_t axis = 0; axis < extents.size(); ++axis) {
+    if (extents[axis] == 1) continue;
+    bool joins = rank > 0;
+    for (std::size_t a = 0; a < Arrays && joins; ++a) joins = merged[a][rank - 1] == strides[a][axis] * extents[axis];
+    if (joins) {
+      space.extents[rank - 1] *= extents[axis];
+      for (std::size_t a = 0; a < Arrays; ++a) merged[a][rank - 1] = strides[a][axis];
+      continue;
+    }
+    if (rank == static_cast<int>(cuda_max_axes))
+      throw device_error(std::string("tandem::") + op + ": a GPU kernel indexes at most " +
+                         std::to_string(cuda_max_axes) + " axes that cannot be merged, and shape " +
+                         to_string(extents) + " with these strides has more");
+    space.extents[rank] = extents[axis];
+    for (std::size_t a = 0; a < Arrays; ++a) merged[a][rank] = strides[a][axis];
+    ++rank;
+  }
+  space.rank = rank;
+  for (std::size_t a = 0; a < Arrays; ++a) strides[a].assign(merged[a].begin(), merged[a].begin() + rank);
+  return space;
+}
+
+template <class T>
+__device__ __forceinline__ T read(const strided_input<T>& in, const std::int64_t* offsets, int k) {
+  return in.data ? in.data[offsets[k]] : in.scalar;
+}
+
+// One thread per element of a grid-stride loop. Flat: every array is dense
+// over one axis, so element i is at offset i.
+template <bool Flat, class R, class C, class Op, class... In, std::size_t... K>
+__device__ void elementwise_body(const Op& op, const index_space& space, R* out, const strided_output& out_strides,
+                                 std::int64_t count, std::index_sequence<K...>, const strided_input<In>&... in) {
+  const std::int64_t step = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += step) {
+    std::int64_t offsets[sizeof...(In) + 1] = {};
+    if constexpr (Flat) {
+      for (auto& o : offsets) o = i;
+    } else {
+      std::int64_t rest = i;
+      for (int axis = space.rank - 1; axis >= 0; --axis) {
+        std::int64_t index = rest % space.extents[axis];
+        rest /= space.extents[axis];
+        offsets[0] += index * out_strides.strides[axis];
+        ((offsets[K + 1] += index * in.strides[axis]), ...);
+      }
+    }
+    out[offsets[0]] = static_cast<R>(op(static_cast<C>(read(in, offsets, K + 1))...));
+  }
+}
+
+template <bool Flat, class R, class C, class Op, class... In>
+__global__ void elementwise_kernel(Op op, index_space space, R* out, strided_output out_strides, std::int64_t count,
+                                   strided_input<In>... in) {
+  elementwise_body<Flat, R, C>(op, space, out, out_strides, count, std::index_sequence_for<In...>{}, in...);
+}
+
+template <class T>
+strided_input<T> to_strided_input(const device_operand<T>& operand, const dims& merged) {
+  strided_input<T> in{operand.data, {}, operand.scalar};
+  if (operand.data) std::copy(merged.begin(), merged.end(), in.strides);
+  return in;
+}
+
+// The slot's function: merges the axes and launches on the device's stream.
+template <class R, class C, class Op, class... In>
+void launch_elementwise(const Op& op, int device_index, const shape& out_shape, R* out, const dims& out_strides,
+                        const device_operand<In>&... in) {
+  const std::int64_t count = numel(out_shape);
+  if (count == 0) return;
+  std::array<dims, sizeof...(In) + 1> strides{out_strides, (in.data ? in.strides : dims(out_shape.size(), 0))...};
+  const index_space space = merge_axes(out_shape, strides, Op::name);
+  // Flat: one axis (or none) that every array read from memory steps by 1.
+  const std::array<bool, sizeof...(In) + 1> in_memory{true, (in.data != nullptr)...};
+  bool flat = space.rank <= 1;
+  for (std::size_t a = 0; a < strides.size() && flat && space.rank == 1; ++a)
+    flat = !in_memory[a] || strides[a][0] == 1;
+  strided_output out_arg{};
+  std::copy(strides[0].begin(), strides[0].end(), out_arg.strides);
+  auto inputs = [&]<std::size_t... K>(std::index_sequence<K...>) {
+    return std::tuple{to_strided_input(in, strides[K + 1])...};
+  }(std::index_sequence_for<In...>{});
+
+  constexpr int threads = 256;
+  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((count + threads - 1) / threads, 1 << 20));
+  device_scope on(device_index, Op::name);
+  cudaStream_t s = stream(device_index);
+  std::apply(
+      [&](const auto&... args) {
+        if (flat) elementwise_kernel<true, R, C><<<blocks, threads, 0, s>>>(op, space, out, out_arg, count, args...);
+        else elementwise_kernel<false, R, C><<<blocks, threads, 0, s>>>(op, space, out, out_arg, count, args...);
+      },
+      inputs);
+  check_launch(Op::name);
+}
+
+// Compiles the GPU kernel of `Op` for operand types In (computed in C,
+// returning R) and points the host's slot at it.
+template <class R, class C, class Op, class... In>
+void install_elementwise() {
+  cuda_elementwise_slot<R, C, Op, In...>.store(&launch_elementwise<R, C, Op, In...>, std::memory_order_release);
+}
+
+}  // namespace tandem::detail::cuda

@@ -1,0 +1,177 @@
+// Devices on the host side: a tensor's device, to() / cpu(), the errors of a
+// program without a CUDA runtime, of operands on two devices and of host
+// reads of device memory. A stand-in runtime that keeps "cuda:0" in host
+// memory (and counts what it is asked) lets every machine test the plumbing
+// that does not depend on real GPU kernels; tests/cuda runs the real thing.
+
+#include "support/check.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+using namespace tandem;
+
+namespace {
+
+struct stand_in_counts {
+  int allocations = 0, deallocations = 0, copies = 0;
+};
+stand_in_counts counts;
+
+const detail::device_runtime stand_in{
+    "stand-in",
+    [] { return 1; },
+    [](int, std::size_t bytes) -> void* {
+      ++counts.allocations;
+      return bytes ? std::malloc(bytes) : nullptr;
+    },
+    [](int, void* memory, std::size_t) {
+      ++counts.deallocations;
+      std::free(memory);
+    },
+    [](void* to, device, const void* from, device, std::size_t bytes) {
+      ++counts.copies;
+      std::memcpy(to, from, bytes);
+    },
+    [](int) {},
+    [](int) { return device_memory_stats{counts.allocations - counts.deallocations, 0, 0, counts.allocations, 0}; },
+    [](int) {},
+};
+
+// Installs the stand-in for one test case; the program has no runtime
+// otherwise (no translation unit of it is compiled by nvcc).
+struct with_stand_in {
+  with_stand_in() { detail::cuda_runtime_slot().store(&stand_in); }
+  ~with_stand_in() { detail::cuda_runtime_slot().store(nullptr); }
+};
+
+}  // namespace
+
+TEST_CASE("devices are values with PyTorch's names") {
+  CHECK(device::cpu.is_cpu());
+  CHECK(device::cuda(1).is_cuda());
+  CHECK(device::cuda().index() == 0);
+  CHECK(device::cuda(0) == device::cuda());
+  CHECK(device::cuda(0) != device::cuda(1));
+  CHECK(device::cuda(0) != device::cpu);
+  CHECK(to_string(device::cpu) == "cpu");
+  CHECK(to_string(device::cuda(3)) == "cuda:3");
+}
+
+TEST_CASE("tensors live on the host unless moved; moving to their own device is free") {
+  tensor<float> x{1, 2, 3};
+  CHECK(x.device() == device::cpu);
+  CHECK(x.to(device::cpu).storage() == x.storage());
+  CHECK(x.cpu().storage() == x.storage());
+  CHECK((x + 1).device() == device::cpu);
+  synchronize(device::cpu);
+}
+
+TEST_CASE("a program without a CUDA runtime says how to get one") {
+  REQUIRE(detail::cuda_runtime_slot().load() == nullptr);
+  CHECK(cuda_device_count() == 0);
+  CHECK_FALSE(cuda_is_available());
+  const std::string how =
+      " is not reachable: this program has no CUDA runtime (configure with -DTANDEM_CUDA=ON and include "
+      "<tandem/cuda.hpp> in a translation unit compiled by nvcc)";
+  tensor<float> x{1, 2, 3};
+  CHECK_THROWS_WITH_AS(x.to(device::cuda(0)), ("tandem::to: cuda:0" + how).c_str(), device_error);
+  CHECK_THROWS_WITH_AS(x.cuda(), ("tandem::to: cuda:0" + how).c_str(), device_error);
+  CHECK_THROWS_WITH_AS((tensor<float>({2}, device::cuda(1))), ("tandem::allocate: cuda:1" + how).c_str(), device_error);
+  CHECK_THROWS_WITH_AS(synchronize(device::cuda(0)), ("tandem::synchronize: cuda:0" + how).c_str(), device_error);
+  CHECK_THROWS_AS(memory_stats(device::cuda(0)), device_error);
+  CHECK_THROWS_WITH_AS(memory_stats(device::cpu),
+                       "tandem::memory_stats: the host's allocator is counted by tandem::memory_stats() with no device",
+                       device_error);
+}
+
+TEST_CASE("to() copies to a device and back, from any layout") {
+  with_stand_in runtime;
+  CHECK(cuda_device_count() == 1);
+  CHECK_THROWS_WITH_AS(tensor<float>({2}, device::cuda(1)),
+                       "tandem::allocate: cuda:1 does not exist (1 CUDA device is present)", device_error);
+  for (std::int64_t n : test::tail_sizes) {
+    if (n > 1000) continue;
+    tensor<double> x = arange<double>(static_cast<double>(n));
+    tensor<double> on_device = x.to(device::cuda(0));
+    CHECK(on_device.device() == device::cuda(0));
+    CHECK(on_device.shape() == x.shape());
+    CHECK(on_device.cpu().to_vector() == x.to_vector());
+  }
+  tensor<float> grid = arange<float>(12).reshape({3, 4});
+  tensor<float> transposed = grid.transpose(0, 1).cuda();
+  CHECK(transposed.shape() == shape{4, 3});
+  CHECK(transposed.is_contiguous());
+  CHECK(transposed.cpu().to_vector() == grid.transpose(0, 1).to_vector());
+  CHECK_THROWS_AS(transposed.at(0, 0), device_error);
+}
+
+TEST_CASE("reading a device tensor copies it to the host; host kernels never touch it") {
+  with_stand_in runtime;
+  tensor<float> x = tensor<float>{{1, 2}, {3, 4}}.cuda();
+  CHECK(x.to_vector() == std::vector<float>{1, 2, 3, 4});
+  CHECK(x.select(0, 1).select(0, 0).item() == 3);
+  CHECK(to_string(x) == "[[1. 2.]\n [3. 4.]]");
+  const std::string host_read =
+      "tandem: the elements of a tensor on cuda:0 were read on the host by an op that has no cuda:0 kernel; copy the "
+      "tensor with .cpu() first";
+  CHECK_THROWS_WITH_AS(x.data(), host_read.c_str(), device_error);
+  CHECK_THROWS_WITH_AS(sum(x), host_read.c_str(), device_error);
+  CHECK_THROWS_WITH_AS(matmul(x, x), host_read.c_str(), device_error);
+}
+
+TEST_CASE("operands on two devices are an error naming both") {
+  with_stand_in runtime;
+  tensor<float> host{1, 2, 3};
+  tensor<float> gpu = tensor<float>{{1, 2, 3}}.cuda();
+  CHECK_THROWS_WITH_AS(host + gpu,
+                       "tandem::add: operands [3] on cpu, [1, 3] on cuda:0 are on different devices; move them to one "
+                       "with to()",
+                       device_error);
+  CHECK_THROWS_WITH_AS(where(host > 1, gpu, 2.0f),
+                       "tandem::where: operands [3] on cpu, [1, 3] on cuda:0 are on different devices; move them to "
+                       "one with to()",
+                       device_error);
+  tensor<float> target = zeros<float>({1, 3});
+  CHECK_THROWS_WITH_AS(target.assign(gpu),
+                       "tandem::assign: a tensor on cuda:0 cannot be written into one on cpu; copy it with to() first",
+                       device_error);
+}
+
+TEST_CASE("a GPU op whose kernel this program did not compile says so") {
+  with_stand_in runtime;
+  tensor<float> gpu = tensor<float>{1, 2, 3}.cuda();
+  const std::string missing =
+      ": no CUDA kernel for these element types in this program (a translation unit compiled by nvcc that includes "
+      "<tandem/cuda.hpp> compiles the built-in ops' kernels; tandem::cuda::compile_elementwise<Op, T...>() compiles "
+      "another op's)";
+  CHECK_THROWS_WITH_AS(gpu * 2, ("tandem::mul" + missing).c_str(), device_error);
+  CHECK_THROWS_WITH_AS(exp(gpu), ("tandem::exp" + missing).c_str(), device_error);
+  CHECK_THROWS_WITH_AS(gpu.fill(1), ("tandem::fill" + missing).c_str(), device_error);
+  CHECK_THROWS_WITH_AS(gpu.astype<double>(), ("tandem::astype" + missing).c_str(), device_error);
+}
+
+TEST_CASE("gradients flow back through to()") {
+  with_stand_in runtime;
+  tensor<double> x = tensor<double>{1, -2, 3}.set_requires_grad();
+  tensor<double> round_trip = x.cuda().cpu();
+  CHECK(round_trip.device() == device::cpu);
+  sum(round_trip * round_trip).backward();
+  CHECK(x.grad().device() == device::cpu);
+  CHECK(x.grad().to_vector() == std::vector<double>{2, -4, 6});
+}
+
+TEST_CASE("device memory goes back to its runtime") {
+  counts = {};
+  {
+    with_stand_in runtime;
+    {
+      tensor<float> a = zeros<float>({64}).cuda();
+      tensor<float> b = a.cpu().cuda();
+      CHECK(memory_stats(device::cuda(0)).live_blocks == 2);
+    }
+    CHECK(counts.allocations == 2);
+    CHECK(counts.deallocations == 2);
+    CHECK(counts.copies == 3);
+  }
+}
