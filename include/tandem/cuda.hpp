@@ -3,10 +3,11 @@
 // header in one such unit of a program gives every unit of it (g++'s too)
 // CUDA tensors: it installs the CUDA runtime (kernels/cuda/runtime.hpp) and
 // compiles the GPU kernels of the built-in elementwise ops for float and
-// double, and of copies and conversions between every element type
-// (kernels/cuda/elementwise.hpp). Other units include <tandem/tandem.hpp>
-// as usual; including this one in several units only compiles the same
-// kernels again.
+// double, of copies and conversions between every element type
+// (kernels/cuda/elementwise.hpp), of the reductions (sum, mean, prod, max,
+// min: kernels/cuda/reduce.hpp) and of matmul (cuBLAS: kernels/cuda/gemm.hpp;
+// link CUDA::cublas). Other units include <tandem/tandem.hpp> as usual;
+// including this one in several units only compiles the same kernels again.
 //
 // Ops without a GPU kernel yet throw a device_error naming the op when
 // given a GPU tensor: they never read device memory on the host.
@@ -19,6 +20,8 @@
 #include <tuple>
 
 #include "tandem/kernels/cuda/elementwise.hpp"
+#include "tandem/kernels/cuda/gemm.hpp"
+#include "tandem/kernels/cuda/reduce.hpp"
 #include "tandem/kernels/cuda/runtime.hpp"
 #include "tandem/ops/elementwise/builtin.hpp"
 #include "tandem/tandem.hpp"
@@ -60,10 +63,25 @@ void install_conversion() {
   install_elementwise<To, To, identity_op, From>();
 }
 
+// The reducers as sum, mean, prod, max and min call them on T.
+template <class T>
+void install_reductions() {
+  using total = accumulate_t<T>;
+  using average = floating_t<T>;
+  install_reduce<total, total, T, sum_reducer>();
+  install_reduce<average, average, T, sum_reducer>();
+  install_reduce<total, total, T, prod_reducer>();
+  install_reduce<T, T, T, max_reducer>();
+  install_reduce<T, T, T, min_reducer>();
+}
+
 inline bool install_kernels() {
   install_runtime();
   install_builtin_rows<float>();
   install_builtin_rows<double>();
+  install_gemm<float>();
+  install_gemm<double>();
+  [&]<class... T>(std::tuple<T...>*) { (install_reductions<T>(), ...); }(static_cast<element_types*>(nullptr));
   [&]<class... To>(std::tuple<To...>*) {
     [&]<class... From>(std::tuple<From...>*) {
       auto for_target = [&]<class Target>(Target*) { (install_conversion<Target, From>(), ...); };

@@ -1,51 +1,13 @@
 // Devices on the host side: a tensor's device, to() / cpu(), the errors of a
 // program without a CUDA runtime, of operands on two devices and of host
-// reads of device memory. A stand-in runtime that keeps "cuda:0" in host
-// memory (and counts what it is asked) lets every machine test the plumbing
-// that does not depend on real GPU kernels; tests/cuda runs the real thing.
+// reads of device memory, on a stand-in for the GPU (support/
+// stand_in_device.hpp); tests/cuda runs the real thing.
 
 #include "support/check.hpp"
-
-#include <cstdlib>
-#include <cstring>
+#include "support/stand_in_device.hpp"
 
 using namespace tandem;
 
-namespace {
-
-struct stand_in_counts {
-  int allocations = 0, deallocations = 0, copies = 0;
-};
-stand_in_counts counts;
-
-const detail::device_runtime stand_in{
-    "stand-in",
-    [] { return 1; },
-    [](int, std::size_t bytes) -> void* {
-      ++counts.allocations;
-      return bytes ? std::malloc(bytes) : nullptr;
-    },
-    [](int, void* memory, std::size_t) {
-      ++counts.deallocations;
-      std::free(memory);
-    },
-    [](void* to, device, const void* from, device, std::size_t bytes) {
-      ++counts.copies;
-      std::memcpy(to, from, bytes);
-    },
-    [](int) {},
-    [](int) { return device_memory_stats{counts.allocations - counts.deallocations, 0, 0, counts.allocations, 0}; },
-    [](int) {},
-};
-
-// Installs the stand-in for one test case; the program has no runtime
-// otherwise (no translation unit of it is compiled by nvcc).
-struct with_stand_in {
-  with_stand_in() { detail::cuda_runtime_slot().store(&stand_in); }
-  ~with_stand_in() { detail::cuda_runtime_slot().store(nullptr); }
-};
-
-}  // namespace
 
 TEST_CASE("devices are values with PyTorch's names") {
   CHECK(device::cpu.is_cpu());
@@ -77,7 +39,7 @@ TEST_CASE("a program without a CUDA runtime says how to get one") {
   tensor<float> x{1, 2, 3};
   CHECK_THROWS_WITH_AS(x.to(device::cuda(0)), ("tandem::to: cuda:0" + how).c_str(), device_error);
   CHECK_THROWS_WITH_AS(x.cuda(), ("tandem::to: cuda:0" + how).c_str(), device_error);
-  CHECK_THROWS_WITH_AS((tensor<float>({2}, device::cuda(1))), ("tandem::allocate: cuda:1" + how).c_str(), device_error);
+  CHECK_THROWS_WITH_AS((tensor<float>(shape{2}, device::cuda(1))), ("tandem::allocate: cuda:1" + how).c_str(), device_error);
   CHECK_THROWS_WITH_AS(synchronize(device::cuda(0)), ("tandem::synchronize: cuda:0" + how).c_str(), device_error);
   CHECK_THROWS_AS(memory_stats(device::cuda(0)), device_error);
   CHECK_THROWS_WITH_AS(memory_stats(device::cpu),
@@ -86,9 +48,9 @@ TEST_CASE("a program without a CUDA runtime says how to get one") {
 }
 
 TEST_CASE("to() copies to a device and back, from any layout") {
-  with_stand_in runtime;
+  test::with_stand_in_device runtime;
   CHECK(cuda_device_count() == 1);
-  CHECK_THROWS_WITH_AS(tensor<float>({2}, device::cuda(1)),
+  CHECK_THROWS_WITH_AS(tensor<float>(shape{2}, device::cuda(1)),
                        "tandem::allocate: cuda:1 does not exist (1 CUDA device is present)", device_error);
   for (std::int64_t n : test::tail_sizes) {
     if (n > 1000) continue;
@@ -107,7 +69,7 @@ TEST_CASE("to() copies to a device and back, from any layout") {
 }
 
 TEST_CASE("reading a device tensor copies it to the host; host kernels never touch it") {
-  with_stand_in runtime;
+  test::with_stand_in_device runtime;
   tensor<float> x = tensor<float>{{1, 2}, {3, 4}}.cuda();
   CHECK(x.to_vector() == std::vector<float>{1, 2, 3, 4});
   CHECK(x.select(0, 1).select(0, 0).item() == 3);
@@ -116,12 +78,12 @@ TEST_CASE("reading a device tensor copies it to the host; host kernels never tou
       "tandem: the elements of a tensor on cuda:0 were read on the host by an op that has no cuda:0 kernel; copy the "
       "tensor with .cpu() first";
   CHECK_THROWS_WITH_AS(x.data(), host_read.c_str(), device_error);
-  CHECK_THROWS_WITH_AS(sum(x), host_read.c_str(), device_error);
-  CHECK_THROWS_WITH_AS(matmul(x, x), host_read.c_str(), device_error);
+  CHECK_THROWS_WITH_AS(argmax(x), host_read.c_str(), device_error);
+  CHECK_THROWS_WITH_AS(x.at(0, 1), host_read.c_str(), device_error);
 }
 
 TEST_CASE("operands on two devices are an error naming both") {
-  with_stand_in runtime;
+  test::with_stand_in_device runtime;
   tensor<float> host{1, 2, 3};
   tensor<float> gpu = tensor<float>{{1, 2, 3}}.cuda();
   CHECK_THROWS_WITH_AS(host + gpu,
@@ -139,7 +101,7 @@ TEST_CASE("operands on two devices are an error naming both") {
 }
 
 TEST_CASE("a GPU op whose kernel this program did not compile says so") {
-  with_stand_in runtime;
+  test::with_stand_in_device runtime;
   tensor<float> gpu = tensor<float>{1, 2, 3}.cuda();
   const std::string missing =
       ": no CUDA kernel for these element types in this program (a translation unit compiled by nvcc that includes "
@@ -149,10 +111,27 @@ TEST_CASE("a GPU op whose kernel this program did not compile says so") {
   CHECK_THROWS_WITH_AS(exp(gpu), ("tandem::exp" + missing).c_str(), device_error);
   CHECK_THROWS_WITH_AS(gpu.fill(1), ("tandem::fill" + missing).c_str(), device_error);
   CHECK_THROWS_WITH_AS(gpu.astype<double>(), ("tandem::astype" + missing).c_str(), device_error);
+  const std::string compiled_by =
+      " in this program (a translation unit compiled by nvcc that includes <tandem/cuda.hpp> compiles them)";
+  CHECK_THROWS_WITH_AS(sum(gpu), ("tandem::sum: no CUDA kernel for this reduction of these elements" + compiled_by).c_str(),
+                       device_error);
+  CHECK_THROWS_WITH_AS(mean(gpu, 0), ("tandem::mean: no CUDA kernel for this reduction of these elements" + compiled_by).c_str(),
+                       device_error);
+  tensor<float> matrix = tensor<float>{{1, 2}, {3, 4}}.cuda();
+  CHECK_THROWS_WITH_AS(matmul(matrix, matrix), ("tandem::matmul: no CUDA kernel for matrix products" + compiled_by).c_str(),
+                       device_error);
+  CHECK_THROWS_WITH_AS(matmul(matrix, tensor<float>{1, 2}),
+                       "tandem::matmul: operands [2, 2] on cuda:0, [2, 1] on cpu are on different devices; move them to "
+                       "one with to()",
+                       device_error);
+  CHECK_THROWS_WITH_AS(matmul(tensor<std::int32_t>{{1}}.cuda(), tensor<std::int32_t>{{1}}.cuda()),
+                       "tandem::matmul: the GPU multiplies float and double matrices; convert these int32 operands with "
+                       "astype<float>() first",
+                       device_error);
 }
 
 TEST_CASE("gradients flow back through to()") {
-  with_stand_in runtime;
+  test::with_stand_in_device runtime;
   tensor<double> x = tensor<double>{1, -2, 3}.set_requires_grad();
   tensor<double> round_trip = x.cuda().cpu();
   CHECK(round_trip.device() == device::cpu);
@@ -162,16 +141,35 @@ TEST_CASE("gradients flow back through to()") {
 }
 
 TEST_CASE("device memory goes back to its runtime") {
-  counts = {};
+  test::stand_in_counts() = {};
   {
-    with_stand_in runtime;
+    test::with_stand_in_device runtime;
     {
       tensor<float> a = zeros<float>({64}).cuda();
       tensor<float> b = a.cpu().cuda();
       CHECK(memory_stats(device::cuda(0)).live_blocks == 2);
     }
-    CHECK(counts.allocations == 2);
-    CHECK(counts.deallocations == 2);
-    CHECK(counts.copies == 3);
+    CHECK(test::stand_in_counts().allocations == 2);
+    CHECK(test::stand_in_counts().deallocations == 2);
+    CHECK(test::stand_in_counts().copies == 3);
   }
+}
+
+TEST_CASE("creation functions take a device; the *_like ones keep their model's") {
+  test::with_stand_in_device runtime;
+  const device gpu = device::cuda(0);
+  // A braced list gives values, as without a device; a shape says so.
+  CHECK(tensor<float>({1, 2, 3}, gpu).device() == gpu);
+  CHECK(tensor<float>({2}, gpu).to_vector() == std::vector<float>{2});
+  CHECK(tensor<float>(shape{2}, gpu).numel() == 2);
+  CHECK(tensor<float>({1, 2, 3}, gpu).to_vector() == std::vector<float>{1, 2, 3});
+  CHECK(tensor<double>({{1, 2}, {3, 4}}, gpu).shape() == shape{2, 2});
+  CHECK(empty<float>({2, 3}, gpu).device() == gpu);
+  CHECK(arange<float>(4, gpu).to_vector() == std::vector<float>{0, 1, 2, 3});
+  CHECK(arange<float>(1, 2, 0.5, gpu).device() == gpu);
+  CHECK(linspace<double>(0, 1, 3, gpu).to_vector() == std::vector<double>{0, 0.5, 1});
+  CHECK(eye<float>(2, 2, gpu).to_vector() == std::vector<float>{1, 0, 0, 1});
+  CHECK(from_vector(std::vector<float>{5, 6}, gpu).device() == gpu);
+  CHECK(empty_like(arange<float>(3, gpu)).device() == gpu);
+  CHECK(tensor<float>(shape{2}).device() == device::cpu);
 }

@@ -159,6 +159,104 @@ TEST_CASE("where, clamp, fill, assign and conversions run on the GPU") {
   check_same(x.cuda().transpose(0, 1).contiguous(), x.transpose(0, 1).contiguous(), "contiguous of a transpose");
 }
 
+TEST_CASE_TEMPLATE("reductions over any axes on the GPU give the CPU's values", T, float, double, std::int32_t) {
+  for (std::int64_t n : test::tail_sizes) {
+    tensor<T> x = test::random_tensor<T>({n}, -3, 3, 14);
+    check_same(sum(x.cuda()), sum(x), "sum of " + std::to_string(n));
+    check_same(mean(x.cuda()), mean(x), "mean of " + std::to_string(n));
+    if (n > 0) {
+      check_same(max(x.cuda()), max(x), "max of " + std::to_string(n));
+      check_same(min(x.cuda()), min(x), "min of " + std::to_string(n));
+    }
+  }
+  tensor<T> grid = test::random_tensor<T>({3, 4, 5, 6}, -2, 2, 15);
+  const std::vector<std::vector<std::int64_t>> axis_sets{{0}, {1}, {3}, {0, 2}, {1, 3}, {0, 1, 2, 3}, {-1, 0}};
+  for (const auto& set : axis_sets) {
+    axes ax(std::span<const std::int64_t>(set.data(), set.size()));
+    for (bool keep : {false, true}) {
+      std::string context = "axes " + to_string(std::span<const std::int64_t>(set.data(), set.size())) +
+                            (keep ? ", kept" : "");
+      check_same(sum(grid.cuda(), ax, keep), sum(grid, ax, keep), "sum, " + context);
+      check_same(mean(grid.cuda(), ax, keep), mean(grid, ax, keep), "mean, " + context);
+      check_same(prod(grid.cuda(), ax, keep), prod(grid, ax, keep), "prod, " + context);
+      check_same(max(grid.cuda(), ax, keep), max(grid, ax, keep), "max, " + context);
+      check_same(min(grid.cuda(), ax, keep), min(grid, ax, keep), "min, " + context);
+    }
+  }
+  tensor<T> matrix = test::random_tensor<T>({6, 7}, -2, 2, 16);
+  for (auto& [layout, on_device] : device_layouts(matrix)) {
+    check_same(sum(on_device, 0), sum(matrix, 0), "sum over rows, " + layout);
+    check_same(sum(on_device, 1), sum(matrix, 1), "sum over columns, " + layout);
+  }
+  check_same(sum(matrix.cuda().expand({3, 6, 7}), 0), sum(matrix.expand({3, 6, 7}), 0), "sum of a broadcast view");
+}
+
+TEST_CASE_TEMPLATE("matmul on the GPU: every layout, batches that broadcast, vectors", T, float, double) {
+  const double rel = std::is_same_v<T, float> ? 1e-4 : 1e-11;
+  for (auto [m, k, n] : {std::tuple{1, 1, 1}, {7, 17, 5}, {33, 1, 9}, {64, 128, 32}, {3, 0, 4}, {0, 5, 2}}) {
+    tensor<T> a = test::random_tensor<T>({m, k}, -1, 1, 17), b = test::random_tensor<T>({k, n}, -1, 1, 18);
+    for (auto& [a_layout, a_device] : device_layouts(a))
+      for (auto& [b_layout, b_device] : device_layouts(b))
+        test::check_values(matmul(a_device, b_device).cpu(), matmul(a, b), a_layout + " by " + b_layout, rel, rel);
+  }
+  tensor<T> batched = test::random_tensor<T>({2, 1, 4, 6}, -1, 1, 19), shared = test::random_tensor<T>({3, 6, 5}, -1, 1, 20);
+  test::check_values(matmul(batched.cuda(), shared.cuda()).cpu(), matmul(batched, shared), "broadcast batches", rel, rel);
+  tensor<T> v = test::random_tensor<T>({6}, -1, 1, 21);
+  test::check_values(matmul(v.cuda(), shared.cuda()).cpu(), matmul(v, shared), "vector by batch", rel, rel);
+  test::check_values(matmul(shared.cuda(), test::random_tensor<T>({5}, -1, 1, 22).cuda()).cpu(),
+                     matmul(shared, test::random_tensor<T>({5}, -1, 1, 22)), "batch by vector", rel, rel);
+  test::check_values(matmul(v.cuda(), v.cuda()).cpu(), matmul(v, v), "dot", rel, rel);
+}
+
+TEST_CASE_TEMPLATE("softmax, log_softmax, one_hot and cross-entropy on the GPU", T, float, double) {
+  tensor<T> logits = test::random_tensor<T>({5, 7}, -6, 6, 25);
+  for (std::int64_t axis : {0, 1, -1}) {
+    check_same(softmax(logits.cuda(), axis), softmax(logits, axis), "softmax along " + std::to_string(axis));
+    check_same(log_softmax(logits.cuda(), axis), log_softmax(logits, axis), "log_softmax along " + std::to_string(axis));
+  }
+  tensor<std::int64_t> target{0, 6, 3, 3, 1};
+  check_same(one_hot<T>(target.cuda(), 7), one_hot<T>(target, 7), "one_hot");
+  for (reduction how : {reduction::mean, reduction::sum, reduction::none})
+    check_same(cross_entropy(logits.cuda(), target.cuda(), how), cross_entropy(logits, target, how), "cross_entropy");
+  CHECK_THROWS_AS(cross_entropy(logits.cuda(), tensor<std::int64_t>{0, 7, 0, 0, 0}.cuda()), index_error);
+  CHECK_THROWS_AS(cross_entropy(logits.cuda(), target), device_error);
+
+  tensor<T> leaf = logits.cuda().set_requires_grad();
+  cross_entropy(leaf, target.cuda()).backward();
+  tensor<T> host_leaf = logits.detach().set_requires_grad();
+  cross_entropy(host_leaf, target).backward();
+  check_same(leaf.grad(), host_leaf.grad(), "gradient of cross_entropy");
+}
+
+TEST_CASE("a module moved to the GPU runs forward and backward there") {
+  generator gen(26);
+  nn::linear<float> layer(6, 4, gen);
+  tensor<float> x = test::random_tensor<float>({3, 6}, -1, 1, 27);
+  tensor<float> host_out = layer(x);
+  sum(square(host_out)).backward();
+  tensor<float> host_grad = layer.weight.grad();
+  layer.zero_grad();
+  layer.to(gpu);
+  CHECK(layer.weight.device() == gpu);
+  tensor<float> out = layer(x.cuda());
+  check_same(out, host_out, "linear forward");
+  sum(square(out)).backward();
+  check_same(layer.weight.grad(), host_grad, "linear weight gradient");
+}
+
+TEST_CASE("gradients of a small network's loss flow on the GPU") {
+  tensor<double> w = test::random_tensor<double>({6, 3}, -1, 1, 23);
+  tensor<double> x = test::random_tensor<double>({4, 6}, -1, 1, 24);
+  auto loss = [&](const tensor<double>& weight, const tensor<double>& input) {
+    return mean(square(tanh(matmul(input, weight)) - 0.5));
+  };
+  auto [host_value, host_grad] = value_and_grad(loss)(w, x);
+  auto [device_value, device_grad] = value_and_grad(loss)(w.cuda(), x.cuda());
+  CHECK(device_grad.device() == gpu);
+  CHECK(device_value.item() == doctest::Approx(host_value.item()).epsilon(1e-12));
+  test::check_values(device_grad.cpu(), host_grad, "gradient of the loss", 1e-11, 1e-12);
+}
+
 TEST_CASE("gradients of elementwise ops flow on the GPU and back through to()") {
   tensor<double> x = test::random_tensor<double>({9}, -2, 2, 13).set_requires_grad();
   auto f = [](const tensor<double>& t) { return exp(t) * t + sigmoid(t) * 3; };

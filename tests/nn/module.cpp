@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "support/check.hpp"
+#include "support/stand_in_device.hpp"
 #include "tandem/tandem.hpp"
 
 using namespace tandem;
@@ -98,6 +99,37 @@ TEST_CASE("train and eval reach every sub-module; zero_grad clears every gradien
   for (const auto& p : net.named_parameters()) CHECK(as_double(p).has_grad());
   net.zero_grad();
   for (const auto& p : net.named_parameters()) CHECK(!as_double(p).has_grad());
+}
+
+TEST_CASE("to(device) moves every parameter, buffer and gradient, and back") {
+  test::with_stand_in_device runtime;
+  generator gen(5);
+  network net(gen);
+  sum(net(test::random_tensor<double>({2, 4}, -1, 1, 6))).backward();
+  std::vector<std::vector<double>> values, gradients;
+  for (const auto& p : net.named_parameters()) {
+    values.push_back(as_double(p).to_vector());
+    gradients.push_back(as_double(p).grad().to_vector());
+  }
+  net.to(device::cuda(0));
+  auto moved = net.named_parameters();
+  for (std::size_t i = 0; i < moved.size(); ++i) {
+    tensor<double> p = as_double(moved[i]);
+    INFO(moved[i].name);
+    CHECK(p.device() == device::cuda(0));
+    CHECK(p.requires_grad());
+    CHECK(p.is_leaf());
+    CHECK(p.grad().device() == device::cuda(0));
+    CHECK(p.to_vector() == values[i]);
+    CHECK(p.grad().to_vector() == gradients[i]);
+  }
+  CHECK(as_double(net.named_buffers()[0]).device() == device::cuda(0));
+  CHECK(net.first.inner.weight.name() == "weight");
+  net.to(device::cpu);
+  for (std::size_t i = 0; i < moved.size(); ++i) {
+    CHECK(as_double(net.named_parameters()[i]).device() == device::cpu);
+    CHECK(as_double(net.named_parameters()[i]).to_vector() == values[i]);
+  }
 }
 
 TEST_CASE("bad registrations throw and name the problem") {

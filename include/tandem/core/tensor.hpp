@@ -91,6 +91,10 @@ class tensor {
     for (const auto& v : values) *out++ = v.value;
   }
   tensor(std::initializer_list<std::initializer_list<T>> rows) : tensor(nested_shape(rows)) { fill_nested(rows, data()); }
+  // The same on `where`: tensor<float>({1, 2, 3}, device::cuda()).
+  tensor(std::initializer_list<detail::literal<T>> values, tandem::device where) : tensor(tensor(values).to(where)) {}
+  tensor(std::initializer_list<std::initializer_list<T>> rows, tandem::device where)
+      : tensor(tensor(rows).to(where)) {}
   tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> blocks)
       : tensor(nested_shape(blocks)) {
     fill_nested(blocks, data());

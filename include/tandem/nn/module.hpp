@@ -24,6 +24,7 @@
 #include <variant>
 #include <vector>
 
+#include "tandem/core/device.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/graph/mode.hpp"
@@ -71,6 +72,18 @@ class module_base {
   // Forgets every parameter's gradient.
   void zero_grad() {
     for (auto& p : named_parameters()) std::visit([](auto& t) { t.zero_grad(); }, p.value);
+  }
+
+  // Moves every parameter, buffer and gradient of this module and its
+  // sub-modules to `where`: the members become handles to copies there
+  // (parameters stay named leaves). Handles taken before, an optimizer's
+  // among them, keep the old tensors, so build the optimizer after the move.
+  void to(device where) {
+    for (const auto& e : entries_) {
+      if (e.is_double) move_entry(member_at<double>(e.offset), where);
+      else move_entry(member_at<float>(e.offset), where);
+    }
+    for (const auto& child : children_) child_at(child.offset).to(where);
   }
 
  protected:
@@ -127,6 +140,19 @@ class module_base {
       throw value_error("tandem::nn::module: '" + name +
                         "' is not a member of the module registering it (register members, not locals)");
     return static_cast<std::ptrdiff_t>(at - self);
+  }
+
+  template <class T>
+  static void move_entry(tensor<T>& member, device where) {
+    if (member.device() == where) return;
+    std::shared_ptr<detail::autograd_meta<T>> meta = member.autograd();
+    tensor<T> moved = member.detach().to(where);
+    if (meta) {
+      moved.set_requires_grad(meta->requires_grad);
+      moved.autograd()->name = meta->name;
+      if (meta->grad) moved.autograd()->grad = meta->grad->detach().to(where);
+    }
+    member = moved;
   }
 
   template <class T>

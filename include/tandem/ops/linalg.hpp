@@ -2,16 +2,20 @@
 // matmul with NumPy's rules: 1-d operands become a row (left) or a column
 // (right) and that axis is dropped again; leading axes are batch axes and
 // broadcast. Each product runs the packed GEMM kernel through the operands'
-// own strides, so transposed and sliced views are not copied.
+// own strides, so transposed and sliced views are not copied; on a GPU,
+// cuBLAS does, through the same strides where it can.
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "tandem/core/tensor.hpp"
 #include "tandem/kernels/cpu/gemm.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
+#include "tandem/kernels/cuda/dispatch.hpp"
 
 namespace tandem {
 
@@ -33,6 +37,83 @@ struct matmul_op {
 };
 
 namespace detail {
+
+// The batched product on the host: the gemm kernel per batch, batches
+// shared among the threads when each is small.
+template <class T>
+tensor<T> host_matmul(const tensor<T>& a, const tensor<T>& b, const shape& batch, std::int64_t m, std::int64_t n,
+                      std::int64_t k, const shape& out_shape) {
+  tensor<T> out(out_shape);
+  std::int64_t batches = numel(batch);
+  auto run_one = [&](std::int64_t index) {
+    std::int64_t off_a = 0, off_b = 0, rest = index;
+    for (std::size_t axis = batch.size(); axis-- > 0;) {
+      std::int64_t i = rest % batch[axis];
+      rest /= batch[axis];
+      off_a += i * a.strides()[axis];
+      off_b += i * b.strides()[axis];
+    }
+    gemm<T>(m, n, k, {a.data() + off_a, a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]},
+            {b.data() + off_b, b.strides()[b.dim() - 2], b.strides()[b.dim() - 1]}, out.data() + index * m * n, n);
+  };
+  std::int64_t work = m * n * std::max<std::int64_t>(k, 1);
+  if (batches > 1 && work < (1 << 18)) {
+    parallel_for(batches, std::max<std::int64_t>(1, (1 << 18) / std::max<std::int64_t>(work, 1)),
+                 [&](std::int64_t first, std::int64_t last) {
+                   for (std::int64_t i = first; i < last; ++i) run_one(i);
+                 });
+  } else {
+    for (std::int64_t i = 0; i < batches; ++i) run_one(i);
+  }
+  return out;
+}
+
+// The batched product on the GPU that holds both operands (cuBLAS through
+// kernels/cuda/gemm.hpp). An operand cuBLAS cannot read in place (neither
+// step 1, or broadcast rows) is copied dense first.
+template <class T>
+tensor<T> device_matmul(tensor<T> a, tensor<T> b, const shape& batch, std::int64_t m, std::int64_t n, std::int64_t k,
+                        const shape& out_shape) {
+  const device where = a.device();
+  if (b.device() != where)
+    throw device_error("tandem::matmul: operands " + to_string(a.shape()) + " on " + to_string(a.device()) + ", " +
+                       to_string(b.shape()) + " on " + to_string(b.device()) +
+                       " are on different devices; move them to one with to()");
+  if constexpr (!std::is_floating_point_v<T>) {
+    throw device_error("tandem::matmul: the GPU multiplies float and double matrices; convert these " +
+                       std::string(dtype_name(dtype_of<T>)) + " operands with astype<float>() first");
+  } else {
+    runtime_for(where, "matmul");
+    constexpr std::int64_t largest = std::numeric_limits<int>::max();
+    if (m > largest || n > largest || k > largest)
+      throw device_error("tandem::matmul: cuBLAS takes matrices of at most " + std::to_string(largest) +
+                         " rows and columns (shapes " + to_string(a.shape()) + " and " + to_string(b.shape()) + ")");
+    tensor<T> out(out_shape, where);
+    if (out.numel() == 0) return out;
+    if (k == 0) return out.fill(0);
+    auto steps = [](const tensor<T>& x) { return std::pair{x.strides()[x.dim() - 2], x.strides()[x.dim() - 1]}; };
+    if (auto [rows, columns] = steps(a); !blas_readable(m, k, rows, columns)) a = a.contiguous();
+    if (auto [rows, columns] = steps(b); !blas_readable(k, n, rows, columns)) b = b.contiguous();
+    auto kernel = cuda_gemm_slot<T>.load(std::memory_order_acquire);
+    if (!kernel) throw_missing_kernel("matmul", "matrix products");
+    gemm_batch<T> work{m, n, k, a.device_data(), steps(a).first, steps(a).second, {},
+                       b.device_data(), steps(b).first, steps(b).second, {}, out.device_data()};
+    const std::int64_t batches = numel(batch);
+    for (std::int64_t index = 0; index < batches; ++index) {
+      std::int64_t off_a = 0, off_b = 0, rest = index;
+      for (std::size_t axis = batch.size(); axis-- > 0;) {
+        std::int64_t i = rest % batch[axis];
+        rest /= batch[axis];
+        off_a += i * a.strides()[axis];
+        off_b += i * b.strides()[axis];
+      }
+      work.a_offsets.push_back(off_a);
+      work.b_offsets.push_back(off_b);
+    }
+    kernel(where.index(), work);
+    return out;
+  }
+}
 
 template <class T>
 tensor<T> matmul_same(const tensor<T>& a_in, const tensor<T>& b_in) {
@@ -59,29 +140,8 @@ tensor<T> matmul_same(const tensor<T>& a_in, const tensor<T>& b_in) {
 
   shape out_shape = batch;
   out_shape.push_back(m), out_shape.push_back(n);
-  tensor<T> out(out_shape);
-  std::int64_t batches = numel(batch);
-  auto run_one = [&](std::int64_t index) {
-    std::int64_t off_a = 0, off_b = 0, rest = index;
-    for (std::size_t axis = batch.size(); axis-- > 0;) {
-      std::int64_t i = rest % batch[axis];
-      rest /= batch[axis];
-      off_a += i * a.strides()[axis];
-      off_b += i * b.strides()[axis];
-    }
-    gemm<T>(m, n, k, {a.data() + off_a, a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]},
-            {b.data() + off_b, b.strides()[b.dim() - 2], b.strides()[b.dim() - 1]}, out.data() + index * m * n, n);
-  };
-  std::int64_t work = m * n * std::max<std::int64_t>(k, 1);
-  if (batches > 1 && work < (1 << 18)) {
-    parallel_for(batches, std::max<std::int64_t>(1, (1 << 18) / std::max<std::int64_t>(work, 1)),
-                 [&](std::int64_t first, std::int64_t last) {
-                   for (std::int64_t i = first; i < last; ++i) run_one(i);
-                 });
-  } else {
-    for (std::int64_t i = 0; i < batches; ++i) run_one(i);
-  }
-
+  tensor<T> out = a.device().is_cpu() && b.device().is_cpu() ? host_matmul(a, b, batch, m, n, k, out_shape)
+                                                             : device_matmul(a, b, batch, m, n, k, out_shape);
   if (a_in.dim() == 1 && b_in.dim() == 1) out = out.reshape({});
   else if (a_in.dim() == 1) out = out.squeeze(-2);
   else if (b_in.dim() == 1) out = out.squeeze(-1);

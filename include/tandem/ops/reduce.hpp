@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tandem/capture/deferred_op.hpp"
@@ -15,6 +16,7 @@
 #include "tandem/core/tensor.hpp"
 #include "tandem/detail/math.hpp"
 #include "tandem/kernels/cpu/reduce.hpp"
+#include "tandem/kernels/cuda/dispatch.hpp"
 #include "tandem/ops/elementwise/arithmetic.hpp"
 #include "tandem/ops/elementwise/compare.hpp"
 #include "tandem/ops/elementwise/math.hpp"
@@ -174,12 +176,53 @@ bool defer_pending_reduction(deferred_work& work, const Reducer& r, const arrang
   return true;
 }
 
+inline constexpr auto unchanged = [](std::int64_t) { return [](auto v) { return v; }; };
+using unchanged_t = std::remove_cvref_t<decltype(unchanged)>;
+
+// A mean's finish: the total over the count.
+template <class A>
+struct divide_by_count {
+  auto operator()(std::int64_t count) const {
+    return [count](A total) { return total / static_cast<A>(count); };
+  }
+};
+
+// The reduction on the GPU that holds x (kernels/cuda/reduce.hpp), read
+// through x's strides: no copy, whatever the axes.
+template <class A, class R, class Reducer, class T>
+tensor<R> device_reduce(const tensor<T>& x, const axes& ax, bool keepdims, const Reducer& r, bool divide,
+                        const char* op) {
+  reduction_shape plan = plan_reduction(x.shape(), ax, keepdims, op);
+  shape kept_shape, reduced_shape;
+  dims kept_strides, reduced_strides;
+  for (std::int64_t axis : plan.kept_order) {
+    kept_shape.push_back(x.shape()[axis]);
+    kept_strides.push_back(x.strides()[axis]);
+  }
+  for (std::int64_t axis : plan.reduced_order) {
+    reduced_shape.push_back(x.shape()[axis]);
+    reduced_strides.push_back(x.strides()[axis]);
+  }
+  runtime_for(x.device(), op);
+  auto kernel = cuda_reduce_slot<A, R, T, Reducer>.load(std::memory_order_acquire);
+  if (!kernel) throw_missing_kernel(op, "this reduction of these elements");
+  tensor<R> out(plan.out_shape, x.device());
+  kernel(r, x.device().index(), x.device_data(), kept_shape, kept_strides, reduced_shape, reduced_strides,
+         out.device_data(), divide, op);
+  return out;
+}
+
 // Runs `reducer` over the axes; finish_for(M) gives the function applied to
 // each accumulated value (M is the number of elements folded into it).
 template <class A, class R, class Reducer, class T, class FinishFor>
 tensor<R> reduce(const tensor<T>& x, const axes& ax, bool keepdims, const Reducer& r, const FinishFor& finish_for,
                  const char* op, bool needs_elements = false) {
   if (needs_elements) require_elements(plan_reduction(x.shape(), ax, keepdims, op), x.shape(), op);
+  if (!x.device().is_cpu()) [[unlikely]] {
+    static_assert(std::is_same_v<FinishFor, unchanged_t> || std::is_same_v<FinishFor, divide_by_count<A>>,
+                  "tandem: a GPU reduction finishes its values unchanged or divided by their count");
+    return device_reduce<A, R>(x, ax, keepdims, r, std::is_same_v<FinishFor, divide_by_count<A>>, op);
+  }
   arranged_reduction<T> a = arrange(x, ax, keepdims, op);
   auto finish = finish_for(a.plan.length);
   if (deferred_work* work = active_deferred_work()) [[unlikely]] {
@@ -200,8 +243,6 @@ tensor<R> reduce(const tensor<T>& x, const axes& ax, bool keepdims, const Reduce
   }
   return out;
 }
-
-inline constexpr auto unchanged = [](std::int64_t) { return [](auto v) { return v; }; };
 
 template <bool Largest, class T>
 tensor<std::int64_t> arg_extreme(const tensor<T>& x, const axes& ax, bool keepdims, const char* op) {
@@ -303,8 +344,7 @@ tensor<accumulate_t<T>> sum_to(const tensor<T>& x, const shape& target) {
 template <element T>
 tensor<floating_t<T>> mean(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false) {
   using A = floating_t<T>;
-  auto divide_by = [](std::int64_t count) { return [count](A total) { return total / static_cast<A>(count); }; };
-  auto out = detail::reduce<A, A>(x, ax, keepdims, detail::sum_reducer{}, divide_by, "mean");
+  auto out = detail::reduce<A, A>(x, ax, keepdims, detail::sum_reducer{}, detail::divide_by_count<A>{}, "mean");
   detail::record(mean_op{x.shape(), ax, keepdims}, out, x);
   return out;
 }

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tandem/core/device.hpp"
 #include "tandem/core/device_runtime.hpp"
@@ -54,6 +55,50 @@ void run_cuda_elementwise(const char* op_name, const Op& op, device where, const
                        "(a translation unit compiled by nvcc that includes <tandem/cuda.hpp> compiles the built-in "
                        "ops' kernels; tandem::cuda::compile_elementwise<Op, T...>() compiles another op's)");
   kernel(op, where.index(), out_shape, out, out_strides, in...);
+}
+
+[[noreturn]] inline void throw_missing_kernel(const char* op, const char* what) {
+  throw device_error(std::string("tandem::") + op + ": no CUDA kernel for " + what +
+                     " in this program (a translation unit compiled by nvcc that includes <tandem/cuda.hpp> compiles "
+                     "them)");
+}
+
+// A reduction: out[i] (row-major over the kept axes) = the fold of the
+// input over the reduced axes; `divide` makes it a mean. The input is read
+// through its strides over each index space.
+template <class A, class R, class T, class Reducer>
+using cuda_reduce_kernel = void (*)(const Reducer& reducer, int device_index, const T* in, const shape& kept_shape,
+                                    const dims& kept_strides, const shape& reduced_shape, const dims& reduced_strides,
+                                    R* out, bool divide, const char* op);
+
+template <class A, class R, class T, class Reducer>
+inline std::atomic<cuda_reduce_kernel<A, R, T, Reducer>> cuda_reduce_slot{nullptr};
+
+// Matrix products c[i] = a[i] b[i] of row-major m x k and k x n matrices
+// read through their steps, batch i at the given offsets; c is dense.
+template <class T>
+struct gemm_batch {
+  std::int64_t m, n, k;
+  const T* a;
+  std::int64_t a_row_step, a_column_step;
+  std::vector<std::int64_t> a_offsets;
+  const T* b;
+  std::int64_t b_row_step, b_column_step;
+  std::vector<std::int64_t> b_offsets;
+  T* c;
+};
+
+template <class T>
+using cuda_gemm_kernel = void (*)(int device_index, const gemm_batch<T>& work);
+
+template <class T>
+inline std::atomic<cuda_gemm_kernel<T>> cuda_gemm_slot{nullptr};
+
+// Whether cuBLAS reads a rows x columns matrix with these steps as it is:
+// one step is 1 and the other spans the matrix's other extent.
+inline bool blas_readable(std::int64_t rows, std::int64_t columns, std::int64_t row_step, std::int64_t column_step) {
+  return (column_step == 1 && (rows == 1 || row_step >= columns)) ||
+         (row_step == 1 && (columns == 1 || column_step >= rows));
 }
 
 }  // namespace tandem::detail
