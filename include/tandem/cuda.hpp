@@ -2,8 +2,8 @@
 // GPU support, for a translation unit compiled by nvcc. Including this
 // header in one such unit of a program gives every unit of it (g++'s too)
 // CUDA tensors: it installs the CUDA runtime (kernels/cuda/runtime.hpp) and
-// compiles the GPU kernels of the built-in elementwise ops for float and
-// double, of copies and conversions between every element type
+// compiles the GPU kernels of the built-in elementwise ops for float,
+// double, int32 and int64, of copies and conversions between every element type
 // (kernels/cuda/elementwise.hpp), of the reductions (sum, mean, prod, max,
 // min: kernels/cuda/reduce.hpp) and of matmul (cuBLAS: kernels/cuda/gemm.hpp;
 // link CUDA::cublas). Other units include <tandem/tandem.hpp> as usual;
@@ -23,6 +23,7 @@
 #include "tandem/kernels/cuda/gemm.hpp"
 #include "tandem/kernels/cuda/reduce.hpp"
 #include "tandem/kernels/cuda/runtime.hpp"
+#include "tandem/kernels/cuda/update.hpp"
 #include "tandem/ops/elementwise/builtin.hpp"
 #include "tandem/tandem.hpp"
 
@@ -75,12 +76,24 @@ void install_reductions() {
   install_reduce<T, T, T, min_reducer>();
 }
 
+// The optimizers' fused updates (nn/optimizer.hpp).
+template <class T>
+void install_updates() {
+  install_update<T, 0, nn::detail::sgd_plain_op<T>>();
+  install_update<T, 1, nn::detail::sgd_momentum_op<T>>();
+  install_update<T, 2, nn::detail::adam_op<T>>();
+}
+
 inline bool install_kernels() {
   install_runtime();
   install_builtin_rows<float>();
   install_builtin_rows<double>();
+  install_builtin_rows<std::int32_t>();
+  install_builtin_rows<std::int64_t>();
   install_gemm<float>();
   install_gemm<double>();
+  install_updates<float>();
+  install_updates<double>();
   [&]<class... T>(std::tuple<T...>*) { (install_reductions<T>(), ...); }(static_cast<element_types*>(nullptr));
   [&]<class... To>(std::tuple<To...>*) {
     [&]<class... From>(std::tuple<From...>*) {

@@ -94,10 +94,18 @@ TEST_CASE("operands on two devices are an error naming both") {
                        "tandem::where: operands [3] on cpu, [1, 3] on cuda:0 are on different devices; move them to "
                        "one with to()",
                        device_error);
-  tensor<float> target = zeros<float>({1, 3});
-  CHECK_THROWS_WITH_AS(target.assign(gpu),
-                       "tandem::assign: a tensor on cuda:0 cannot be written into one on cpu; copy it with to() first",
-                       device_error);
+}
+
+TEST_CASE("assign copies across devices") {
+  test::with_stand_in_device runtime;
+  tensor<float> gpu = tensor<float>{{1, 2, 3}}.cuda();
+  tensor<float> host = zeros<float>({2, 3});
+  host.assign(gpu);
+  CHECK(host.to_vector() == std::vector<float>{1, 2, 3, 1, 2, 3});
+  tensor<float> target = tensor<float>{{0, 0, 0}}.cuda();
+  target.assign(tensor<float>{{4, 5, 6}});
+  CHECK(target.to_vector() == std::vector<float>{4, 5, 6});
+  CHECK(target.device() == device::cuda(0));
 }
 
 TEST_CASE("a GPU op whose kernel this program did not compile says so") {

@@ -244,6 +244,36 @@ TEST_CASE("a module moved to the GPU runs forward and backward there") {
   check_same(layer.weight.grad(), host_grad, "linear weight gradient");
 }
 
+TEST_CASE("optimizers update GPU parameters as they update host ones") {
+  generator gen(28);
+  nn::linear<float> host_layer(5, 3, gen);
+  nn::linear<float> gpu_layer = host_layer;
+  gpu_layer.to(gpu);
+  tensor<float> x = test::random_tensor<float>({4, 5}, -1, 1, 29);
+  nn::adam host_adam(host_layer.named_parameters(), {.lr = 0.01, .weight_decay = 0.1});
+  nn::adam gpu_adam(gpu_layer.named_parameters(), {.lr = 0.01, .weight_decay = 0.1});
+  for (int step = 0; step < 3; ++step) {
+    host_layer.zero_grad();
+    gpu_layer.zero_grad();
+    sum(square(host_layer(x))).backward();
+    sum(square(gpu_layer(x.cuda()))).backward();
+    host_adam.step();
+    gpu_adam.step();
+  }
+  check_same(gpu_layer.weight, host_layer.weight, "Adam, 3 steps");
+  nn::sgd host_sgd(host_layer.named_parameters(), {.lr = 0.1, .momentum = 0.9, .nesterov = true});
+  nn::sgd gpu_sgd(gpu_layer.named_parameters(), {.lr = 0.1, .momentum = 0.9, .nesterov = true});
+  for (int step = 0; step < 2; ++step) {
+    host_layer.zero_grad();
+    gpu_layer.zero_grad();
+    sum(square(host_layer(x))).backward();
+    sum(square(gpu_layer(x.cuda()))).backward();
+    host_sgd.step();
+    gpu_sgd.step();
+  }
+  check_same(gpu_layer.bias, host_layer.bias, "SGD with Nesterov momentum, 2 steps");
+}
+
 TEST_CASE("gradients of a small network's loss flow on the GPU") {
   tensor<double> w = test::random_tensor<double>({6, 3}, -1, 1, 23);
   tensor<double> x = test::random_tensor<double>({4, 6}, -1, 1, 24);

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "support/check.hpp"
+#include "support/stand_in_device.hpp"
 #include "tandem/detail/crc32.hpp"
 #include "tandem/io.hpp"
 #include "tandem/tandem.hpp"
@@ -131,6 +132,28 @@ TEST_CASE("a checkpoint restores a model and its optimizer; training resumes exa
   nn::save(scratch("bare.ckpt"), net);
   nn::load(scratch("bare.ckpt"), bare);
   CHECK(snapshot(bare) == snapshot(net));
+}
+
+TEST_CASE("a checkpoint saved from a GPU loads on the host, and the reverse") {
+  test::with_stand_in_device runtime;
+  generator gen(3);
+  small_net net(gen);
+  net.running.assign(tensor<float>{1.5f, -2.0f, 0.25f});
+  auto expected = snapshot(net);
+  net.to(device::cuda(0));
+  nn::save(scratch("from_device.ckpt"), net);
+  generator other(4);
+  small_net host(other);
+  nn::load(scratch("from_device.ckpt"), host);
+  CHECK(host.a.weight.device() == device::cpu);
+  CHECK(snapshot(host) == expected);
+
+  small_net on_device(other);
+  on_device.to(device::cuda(0));
+  nn::load(scratch("from_device.ckpt"), on_device);
+  CHECK(on_device.a.weight.device() == device::cuda(0));
+  CHECK(on_device.running.device() == device::cuda(0));
+  CHECK(snapshot(on_device) == expected);
 }
 
 TEST_CASE("saving replaces a checkpoint atomically and leaves no temporary file") {

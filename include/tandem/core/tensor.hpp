@@ -342,24 +342,28 @@ class tensor {
 
   // --- in-place writes (through views too) ---
 
-  // Copies `source`, broadcast to this shape and converted to T, into these elements.
+  // Copies `source` (from any device), broadcast to this shape and converted
+  // to T, into these elements.
   template <element U>
   tensor& assign(const tensor<U>& source) {
     check_writable("assign");
     if (!detail::broadcasts_to(source.shape(), shape_))
       throw shape_error("tandem::assign: a tensor of shape " + to_string(source.shape()) +
                         " cannot be written into one of shape " + to_string(shape_));
-    if (source.device() != device())
-      throw device_error("tandem::assign: a tensor on " + to_string(source.device()) +
-                         " cannot be written into one on " + to_string(device()) + "; copy it with to() first");
     tensor<U> from = source.storage() == storage_ ? source.clone() : source.detach();
+    if (from.device() != device()) from = from.to(device());
     from = from.expand(shape_);
     detail::dims from_strides(from.strides().begin(), from.strides().end());
-    if (device().is_cpu())
+    if (device().is_cpu()) {
       detail::elementwise<T, T>(detail::identity_op{}, shape_, data(), strides_, detail::operand<U>{from.data(), from_strides});
-    else
+    } else if (std::is_same_v<T, U> && is_contiguous() && from.is_contiguous() && from.shape() == shape_) {
+      if (numel() > 0)
+        detail::runtime_for(device(), "assign").copy(device_data(), device(), from.device_data(), device(),
+                                                      static_cast<std::size_t>(numel()) * sizeof(T));
+    } else {
       detail::run_cuda_elementwise<T, T>("assign", detail::identity_op{}, device(), shape_, device_data(), strides_,
                                          detail::device_operand<U>{from.device_data(), from_strides, U()});
+    }
     storage_->bump_version();
     return *this;
   }

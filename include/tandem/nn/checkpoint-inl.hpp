@@ -141,7 +141,7 @@ TANDEM_LIBRARY_FUNCTION void save(const std::filesystem::path& path, const modul
     std::visit(
         [&, &name = name](const auto& t) {
           using T = typename std::decay_t<decltype(t)>::value_type;
-          tensor<T> c = t.contiguous();
+          tensor<T> c = t.detach().cpu().contiguous();
           std::uint64_t offset = data.bytes.size(), length = static_cast<std::uint64_t>(c.numel()) * sizeof(T);
           for (std::int64_t i = 0; i < c.numel(); ++i) data.put<T>(c.data()[i]);
           header.put<std::uint16_t>(static_cast<std::uint16_t>(name.size()));

@@ -19,7 +19,7 @@ TANDEM_LIBRARY_FUNCTION optimizer::optimizer(const std::vector<named_tensor>& pa
         [&](const auto& t) {
           using T = typename std::decay_t<decltype(t)>::value_type;
           detail::slot_state<T> s{p.name, t, {}};
-          for (std::size_t k = 0; k < state_names_.size(); ++k) s.state.push_back(zeros<T>(t.shape()));
+          for (std::size_t k = 0; k < state_names_.size(); ++k) s.state.push_back(zeros_like(t));
           if constexpr (std::is_same_v<T, float>) floats_.push_back(std::move(s));
           else doubles_.push_back(std::move(s));
         },

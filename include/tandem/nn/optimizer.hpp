@@ -5,6 +5,7 @@
 // the parameter and its state once (the elementwise kernel with several
 // outputs, in place). Parameters without a gradient are skipped.
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -15,9 +16,11 @@
 
 #include "tandem/core/config.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/core/creation.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/detail/math.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
+#include "tandem/kernels/cuda/dispatch.hpp"
 #include "tandem/nn/module.hpp"
 
 namespace tandem::nn {
@@ -33,6 +36,68 @@ struct slot_state {
   std::vector<tensor<T>> state;
 };
 
+// The updates: elementwise ops with several outputs (the parameter, then
+// its state), run on SIMD batches on the host and per element on a GPU.
+template <class T>
+struct sgd_plain_op {
+  static constexpr const char* name = "sgd";
+  T lr, decay;
+  template <class V>
+  TANDEM_HOST_DEVICE std::array<V, 1> operator()(const V& p, const V& g) const {
+    return {p - V(lr) * (g + V(decay) * p)};
+  }
+};
+template <class T>
+struct sgd_momentum_op {
+  static constexpr const char* name = "sgd";
+  T lr, decay, momentum, fresh;
+  bool first, nesterov;
+  template <class V>
+  TANDEM_HOST_DEVICE std::array<V, 2> operator()(const V& p, const V& g, const V& b) const {
+    V d = g + V(decay) * p;
+    V next = first ? d : V(momentum) * b + V(fresh) * d;
+    V direction = nesterov ? d + V(momentum) * next : next;
+    return {p - V(lr) * direction, next};
+  }
+};
+template <class T>
+struct adam_op {
+  static constexpr const char* name = "adam";
+  T step_size, root_correction, beta1, beta2, eps, decay, shrink;
+  bool decoupled;
+  template <class V>
+  TANDEM_HOST_DEVICE std::array<V, 3> operator()(const V& p, const V& g, const V& m, const V& v) const {
+    V d = decoupled ? g : g + V(decay) * p;
+    V m1 = V(beta1) * m + V(T(1) - beta1) * d;
+    V v1 = V(beta2) * v + V(T(1) - beta2) * d * d;
+    V denominator = tandem::detail::math::sqrt(v1) * V(root_correction) + V(eps);
+    V base = decoupled ? p * V(shrink) : p;
+    return {base - V(step_size) * m1 / denominator, m1, v1};
+  }
+};
+
+// The update on the GPU that holds the parameter (kernels/cuda/update.hpp).
+template <class T, std::size_t S, class Op>
+void update_on_device(const Op& op, slot_state<T>& p, const tensor<T>& g) {
+  const device where = p.value.device();
+  tandem::detail::runtime_for(where, Op::name);
+  auto kernel = tandem::detail::cuda_update_slot<T, S, Op>.load(std::memory_order_acquire);
+  if (!kernel) tandem::detail::throw_missing_kernel(Op::name, "this optimizer's update");
+  std::array<T*, 1 + S> out{};
+  std::array<const T*, S> state{};
+  out[0] = p.value.device_data();
+  for (std::size_t k = 0; k < S; ++k) {
+    if (p.state[k].device() != where)
+      throw device_error("tandem::nn::optimizer: the state of '" + p.name + "' is on " +
+                         to_string(p.state[k].device()) + ", the parameter on " + to_string(where) +
+                         "; build the optimizer after moving the model");
+    out[k + 1] = p.state[k].device_data();
+    state[k] = p.state[k].device_data();
+  }
+  kernel(op, where.index(), p.value.numel(), out, p.value.device_data(), g.device_data(), state);
+  p.value.storage()->bump_version();
+}
+
 // Runs `op` over a parameter, its gradient and its state; op returns the new
 // parameter and the new state.
 template <class T, std::size_t S, class Op>
@@ -42,7 +107,14 @@ void update_in_place(const Op& op, slot_state<T>& p, const tensor<T>& grad) {
   if (grad.shape() != p.value.shape())
     throw shape_error("tandem::nn::optimizer: the gradient of '" + p.name + "' has shape " + to_string(grad.shape()) +
                       ", the parameter " + to_string(p.value.shape()));
+  if (grad.device() != p.value.device())
+    throw device_error("tandem::nn::optimizer: the gradient of '" + p.name + "' is on " + to_string(grad.device()) +
+                       ", the parameter on " + to_string(p.value.device()));
   tensor<T> g = grad.contiguous();
+  if (!p.value.device().is_cpu()) {
+    update_on_device<T, S>(op, p, g);
+    return;
+  }
   tandem::detail::output_set<T, 1 + S> out;
   out.data[0] = p.value.data();
   for (std::size_t k = 0; k < S; ++k) out.data[k + 1] = p.state[k].data();
@@ -148,7 +220,7 @@ class optimizer {
   template <class T, class Gradients>
   static tensor<T> gradient_or_zeros(const tensor<T>& parameter, const Gradients& gradient_of) {
     if (auto g = gradient_of(parameter)) return *g;
-    return tensor<T>(parameter.shape()).fill(0);
+    return zeros_like(parameter);
   }
 
   std::vector<std::string> state_names_;
@@ -178,35 +250,13 @@ class sgd : public optimizer {
   void update_slot(detail::slot_state<T>& p, const tensor<T>& grad) {
     bool first = steps() == 1;
     if (options_.momentum == 0)
-      detail::update_in_place<T, 0>(plain_op<T>{T(learning_rate_), T(options_.weight_decay)}, p, grad);
+      detail::update_in_place<T, 0>(detail::sgd_plain_op<T>{T(learning_rate_), T(options_.weight_decay)}, p, grad);
     else
-      detail::update_in_place<T, 1>(momentum_op<T>{T(learning_rate_), T(options_.weight_decay), T(options_.momentum),
+      detail::update_in_place<T, 1>(detail::sgd_momentum_op<T>{T(learning_rate_), T(options_.weight_decay), T(options_.momentum),
                                                    T(first ? 1 : 1 - options_.dampening), first, options_.nesterov},
                                     p, grad);
   }
 
-  template <class T>
-  struct plain_op {
-    static constexpr const char* name = "sgd";
-    T lr, decay;
-    template <class V>
-    std::array<V, 1> operator()(const V& p, const V& g) const {
-      return {p - V(lr) * (g + V(decay) * p)};
-    }
-  };
-  template <class T>
-  struct momentum_op {
-    static constexpr const char* name = "sgd";
-    T lr, decay, momentum, fresh;
-    bool first, nesterov;
-    template <class V>
-    std::array<V, 2> operator()(const V& p, const V& g, const V& b) const {
-      V d = g + V(decay) * p;
-      V next = first ? d : V(momentum) * b + V(fresh) * d;
-      V direction = nesterov ? d + V(momentum) * next : next;
-      return {p - V(lr) * direction, next};
-    }
-  };
   sgd_options options_;
 };
 
@@ -237,28 +287,13 @@ class adam : public optimizer {
   void update_slot(detail::slot_state<T>& p, const tensor<T>& grad) {
     double t = static_cast<double>(steps());
     double correction1 = 1 - std::pow(options_.beta1, t), correction2 = 1 - std::pow(options_.beta2, t);
-    detail::update_in_place<T, 2>(adam_op<T>{T(learning_rate_ / correction1), T(1 / std::sqrt(correction2)),
+    detail::update_in_place<T, 2>(detail::adam_op<T>{T(learning_rate_ / correction1), T(1 / std::sqrt(correction2)),
                                              T(options_.beta1), T(options_.beta2), T(options_.eps),
                                              T(options_.weight_decay),
                                              T(decoupled_ ? 1 - learning_rate_ * options_.weight_decay : 1), decoupled_},
                                   p, grad);
   }
 
-  template <class T>
-  struct adam_op {
-    static constexpr const char* name = "adam";
-    T step_size, root_correction, beta1, beta2, eps, decay, shrink;
-    bool decoupled;
-    template <class V>
-    std::array<V, 3> operator()(const V& p, const V& g, const V& m, const V& v) const {
-      V d = decoupled ? g : g + V(decay) * p;
-      V m1 = V(beta1) * m + V(T(1) - beta1) * d;
-      V v1 = V(beta2) * v + V(T(1) - beta2) * d * d;
-      V denominator = tandem::detail::math::sqrt(v1) * V(root_correction) + V(eps);
-      V base = decoupled ? p * V(shrink) : p;
-      return {base - V(step_size) * m1 / denominator, m1, v1};
-    }
-  };
   adam_options options_;
   bool decoupled_;
 };

@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "tandem/autograd/grad_mode.hpp"
 #include "tandem/core/creation.hpp"
 #include "tandem/core/tensor.hpp"
+#include "tandem/ops/elementwise/compare.hpp"
 
 namespace tandem {
 
@@ -374,6 +376,14 @@ tensor<T> one_hot(const tensor<I>& indices, std::int64_t classes) {
   if (classes < 0) throw value_error("tandem::one_hot: classes must not be negative (got " + std::to_string(classes) + ")");
   shape out_shape = indices.shape();
   out_shape.push_back(classes);
+  if (!indices.device().is_cpu()) {
+    for (I c : indices.to_vector())
+      if (c < 0 || c >= classes)
+        throw index_error("tandem::one_hot: index " + std::to_string(c) + " is outside [0, " +
+                          std::to_string(classes) + ")");
+    no_grad constant;
+    return (indices.unsqueeze(-1) == arange<I>(0, static_cast<double>(classes), 1, indices.device())).template astype<T>();
+  }
   tensor<T> out = zeros<T>(out_shape);
   tensor<I> idx = indices.contiguous();
   for (std::int64_t i = 0; i < idx.numel(); ++i) {

@@ -5,6 +5,7 @@
 // CUDA headers, so the eager ops test a tensor's device and reach its kernel
 // the same way whether nvcc compiled them or not.
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -100,5 +101,16 @@ inline bool blas_readable(std::int64_t rows, std::int64_t columns, std::int64_t 
   return (column_step == 1 && (rows == 1 || row_step >= columns)) ||
          (row_step == 1 && (columns == 1 || column_step >= rows));
 }
+
+// An optimizer's update in place: op(parameter, gradient, state...) gives
+// the new parameter and state, written to `out` (the parameter first), over
+// `count` dense elements.
+template <class T, std::size_t S, class Op>
+using cuda_update_kernel = void (*)(const Op& op, int device_index, std::int64_t count,
+                                    const std::array<T*, 1 + S>& out, const T* parameter, const T* gradient,
+                                    const std::array<const T*, S>& state);
+
+template <class T, std::size_t S, class Op>
+inline std::atomic<cuda_update_kernel<T, S, Op>> cuda_update_slot{nullptr};
 
 }  // namespace tandem::detail
