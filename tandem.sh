@@ -7,7 +7,8 @@
 # `./tandem.sh portable` for x86-64-v2 (SSE4.2, no AVX). `./tandem.sh tsan`
 # runs the tests that start threads under ThreadSanitizer, and
 # `./tandem.sh fuzz [seconds]` each libFuzzer target (clang) for that long,
-# 60 s by default. Any failure exits non-zero.
+# 60 s by default. `./tandem.sh demo --device cuda` and `./tandem.sh cuda`
+# (the GPU suite) build with CUDA in build/cuda. Any failure exits non-zero.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -32,13 +33,42 @@ configure() {
   cmake --preset release >/dev/null
 }
 
+# The CUDA build (the `cuda` preset, build/cuda): nvcc from PATH, CUDACXX or
+# /usr/local/cuda. It builds where no GPU is (its programs then say so).
+configure_cuda() {
+  if [ -z "${CUDACXX:-}" ] && ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export CUDACXX=/usr/local/cuda/bin/nvcc
+  fi
+  if [ -z "${CUDACXX:-}" ] && ! command -v nvcc >/dev/null; then
+    echo "tandem: --device cuda needs the CUDA toolkit (nvcc), which is not installed" >&2
+    exit 2
+  fi
+  # `native` needs a GPU to look at; without one, a common list.
+  local architectures=native
+  nvidia-smi -L >/dev/null 2>&1 || architectures="80;90"
+  cmake --preset cuda -DCMAKE_CUDA_ARCHITECTURES="$architectures" >/dev/null
+}
+
 case "${1:-}" in
   demo)
     install_missing
-    configure
-    cmake --build --preset release --target demo -j "$jobs"
     shift
-    ./build/release/examples/demo "$@"
+    if [[ " $* " == *" --device cuda "* ]]; then
+      configure_cuda
+      cmake --build --preset cuda --target demo -j "$jobs"
+      ./build/cuda/examples/demo "$@"
+    else
+      configure
+      cmake --build --preset release --target demo -j "$jobs"
+      ./build/release/examples/demo "$@"
+    fi
+    ;;
+  cuda)
+    # The GPU suite and the demo on the GPU, as CMake CUDA targets.
+    install_missing
+    configure_cuda
+    cmake --build --preset cuda -j "$jobs" --target cuda_fused_kernel cuda_host_only cuda_device_ops demo
+    ctest --preset cuda -j "$jobs"
     ;;
   test)
     # Open MPI: the collectives' tests (tandem::dist) run as 2 and 4 ranks.
@@ -88,7 +118,7 @@ case "${1:-}" in
     ctest --preset clang -j "$jobs"
     ;;
   *)
-    echo "usage: ./tandem.sh demo | test | bench | sanitize | clang | portable | tsan | fuzz [seconds]" >&2
+    echo "usage: ./tandem.sh demo [--device cuda] | test | bench | cuda | sanitize | clang | portable | tsan | fuzz [seconds]" >&2
     exit 2
     ;;
 esac

@@ -15,6 +15,7 @@
 //                                          # same code, elementwise ops fused at run time
 //   ./tandem.sh demo --data /path/to/dir   # the four IDX files, raw or .gz
 //   ./tandem.sh demo --quick               # what ctest runs: 1 epoch on 3000 images
+//   ./tandem.sh demo --device cuda         # on the GPU (a build with CUDA): the MLP
 //   mpirun -np 2 ./build/release/examples/demo --distributed
 //                                          # data-parallel over the ranks (a
 //                                          # build that found MPI)
@@ -58,11 +59,13 @@ dataset load(const std::string& dir, const std::string& prefix, std::int64_t lim
 
 // In batches, so that the CNN's im2col buffers stay small.
 template <class Model>
-double accuracy(const Model& model, const dataset& s) {
+double accuracy(const Model& model, const dataset& s, device where) {
   no_grad inference;
   double correct = 0;
-  for (const auto& index : data::batches(s.images.shape(0), 1000, nullptr))
-    correct += sum((argmax(model(index_select(s.images, 0, index)), 1) == index_select(s.labels, 0, index)).template astype<double>()).item();
+  for (const auto& index : data::batches(s.images.shape(0), 1000, nullptr)) {
+    tensor<float> logits = model(index_select(s.images, 0, index).to(where)).cpu();
+    correct += sum((argmax(logits, 1) == index_select(s.labels, 0, index)).template astype<double>()).item();
+  }
   return correct / static_cast<double>(s.images.shape(0));
 }
 
@@ -95,11 +98,12 @@ std::optional<run_mode> parse_mode(const std::string& name) {
 
 template <class Model>
 run_result train(const std::string& name, run_mode m, const dataset& train_set, const dataset& test_set, int epochs,
-                 const job& place) {
+                 const job& place, device where) {
   set_mode(m == run_mode::graph ? mode::graph : mode::eager);
   // The same seed on every rank: the same initial model and epoch order.
   generator gen(7);
   Model model(gen);
+  model.to(where);
   nn::adam optimizer(model.named_parameters(), {.lr = 1e-3});
   nn::cosine_schedule schedule(optimizer, epochs, 1e-4);
   // One training step: eagerly, zero_grad, forward, backward, update; in
@@ -130,8 +134,8 @@ run_result train(const std::string& name, run_mode m, const dataset& train_set, 
                              ? data::batches(examples, batch_size, &gen)
                              : data::distributed_batches(examples, batch_size / place.ranks, &gen, place.rank, place.ranks);
     for (const auto& index : epoch_batches) {
-      tensor<float> images = index_select(train_set.images, 0, index);
-      tensor<std::int64_t> labels = index_select(train_set.labels, 0, index);
+      tensor<float> images = index_select(train_set.images, 0, index).to(where);
+      tensor<std::int64_t> labels = index_select(train_set.labels, 0, index).to(where);
       total += (m == run_mode::capture ? captured_step(images, labels) : step(images, labels)).item();
       ++batches;
     }
@@ -147,10 +151,10 @@ run_result train(const std::string& name, run_mode m, const dataset& train_set, 
     // Every rank holds the same model: rank 0 speaks for the job.
     if (place.rank == 0)
       std::cout << "  " << name << " " << result.mode << " epoch " << epoch << "/" << epochs << "  loss " << std::fixed
-                << std::setprecision(4) << result.losses.back() << "  test accuracy " << accuracy(model, test_set)
+                << std::setprecision(4) << result.losses.back() << "  test accuracy " << accuracy(model, test_set, where)
                 << "  " << std::setprecision(0) << static_cast<double>(batches) / elapsed << " steps/s" << std::endl;
   }
-  if (place.rank == 0) result.test_accuracy = accuracy(model, test_set);
+  if (place.rank == 0) result.test_accuracy = accuracy(model, test_set, where);
   result.steps_per_second = static_cast<double>(steps) / seconds;
   set_mode(mode::eager);
   return result;
@@ -163,6 +167,7 @@ int main(int argc, char** argv) {
   std::int64_t limit = 60000;
   std::string dir = "/usr/share/datasets/fashion-mnist";
   bool distributed = false;
+  device where = device::cpu;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--quick") mlp_epochs = cnn_epochs = 1, limit = 3000;
@@ -173,15 +178,45 @@ int main(int argc, char** argv) {
       which = argv[++i];
     else if (arg == "--mode" && i + 1 < argc && parse_mode(argv[i + 1]))
       modes = {*parse_mode(argv[++i])};
+    else if (arg == "--device" && i + 1 < argc && (std::string(argv[i + 1]) == "cpu" || std::string(argv[i + 1]) == "cuda"))
+      where = std::string(argv[++i]) == "cuda" ? device::cuda(0) : device::cpu;
     else {
       std::cerr << "usage: demo [--quick] [--epochs N] [--model mlp|cnn] [--mode eager|graph|capture] [--data DIR] "
-                   "[--distributed]\n";
+                   "[--distributed] [--device cpu|cuda]\n";
       return 2;
     }
   }
   if (mlp_epochs < 1) {
     std::cerr << "demo: --epochs needs a positive number\n";
     return 2;
+  }
+
+  if (where.is_cuda()) {
+    if (!cuda_is_compiled()) {
+      std::cerr << "demo: --device cuda needs a build with CUDA, and this demo was built without it (./tandem.sh demo "
+                   "--device cuda builds one where nvcc is found)\n";
+      return 2;
+    }
+    if (!cuda_is_available()) {
+      std::cerr << "demo: --device cuda: this build has CUDA, but no CUDA device is present\n";
+      return 2;
+    }
+    if (distributed) {
+      std::cerr << "demo: --device cuda trains on one GPU; --distributed is for the host\n";
+      return 2;
+    }
+    // Convolution, pooling and batch norm have no GPU kernels yet, nor
+    // capture(): the MLP trains, eagerly and in graph mode (whose static
+    // graph runs op by op on the GPU).
+    if (which != "mlp")
+      std::cout << "demo: on the GPU the CNN cannot train yet (convolution, pooling and batch norm have no GPU "
+                   "kernels): the MLP only\n";
+    which = "mlp";
+    std::erase(modes, run_mode::capture);
+    if (modes.empty()) {
+      std::cerr << "demo: capture() runs on the host; on the GPU choose --mode eager or graph\n";
+      return 2;
+    }
   }
 
   job place;
@@ -221,9 +256,9 @@ int main(int argc, char** argv) {
 
   std::vector<run_result> runs;
   for (run_mode m : modes)
-    if (which != "cnn") runs.push_back(train<mlp>("mlp", m, train_set, test_set, mlp_epochs, place));
+    if (which != "cnn") runs.push_back(train<mlp>("mlp", m, train_set, test_set, mlp_epochs, place, where));
   for (run_mode m : modes)
-    if (which != "mlp") runs.push_back(train<cnn>("cnn", m, train_set, test_set, cnn_epochs, place));
+    if (which != "mlp") runs.push_back(train<cnn>("cnn", m, train_set, test_set, cnn_epochs, place, where));
   if (place.rank != 0) return 0;
 
   std::cout << "\nmodel  mode   test accuracy  steps/s\n";

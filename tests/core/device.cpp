@@ -33,6 +33,7 @@ TEST_CASE("a program without a CUDA runtime says how to get one") {
   REQUIRE(detail::cuda_runtime_slot().load() == nullptr);
   CHECK(cuda_device_count() == 0);
   CHECK_FALSE(cuda_is_available());
+  CHECK_FALSE(cuda_is_compiled());
   const std::string how =
       " is not reachable: this program has no CUDA runtime (configure with -DTANDEM_CUDA=ON and include "
       "<tandem/cuda.hpp> in a translation unit compiled by nvcc)";
@@ -180,4 +181,19 @@ TEST_CASE("creation functions take a device; the *_like ones keep their model's"
   CHECK(from_vector(std::vector<float>{5, 6}, gpu).device() == gpu);
   CHECK(empty_like(arange<float>(3, gpu)).device() == gpu);
   CHECK(tensor<float>(shape{2}).device() == device::cpu);
+}
+
+TEST_CASE("a static graph on GPU tensors runs its function eagerly, on the device") {
+  test::with_stand_in_device runtime;
+  auto twice = jit([](const auto& a) { return a * 2; });
+  tensor<float> gpu = tensor<float>{1, 2}.cuda();
+  // Eager: the op's own GPU kernel is looked for (and is missing here),
+  // rather than a host loop reading the device's memory.
+  CHECK_THROWS_WITH_AS(twice(gpu),
+                       "tandem::mul: no CUDA kernel for these element types in this program (a translation unit "
+                       "compiled by nvcc that includes <tandem/cuda.hpp> compiles the built-in ops' kernels; "
+                       "tandem::cuda::compile_elementwise<Op, T...>() compiles another op's)",
+                       device_error);
+  CHECK(twice(tensor<float>{1, 2}).to_vector() == std::vector<float>{2, 4});
+  CHECK(cuda_is_compiled());
 }

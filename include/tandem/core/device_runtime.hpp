@@ -73,6 +73,10 @@ inline const device_runtime& runtime_for(device d, const char* op) {
 
 namespace tandem {
 
+// Whether a translation unit of this program installed the CUDA runtime
+// (<tandem/cuda.hpp> compiled by nvcc), GPU or not.
+inline bool cuda_is_compiled() { return detail::cuda_runtime_slot().load(std::memory_order_acquire) != nullptr; }
+
 // How many GPUs this program can use: 0 without a CUDA runtime or device.
 inline int cuda_device_count() {
   const detail::device_runtime* runtime = detail::cuda_runtime_slot().load(std::memory_order_acquire);

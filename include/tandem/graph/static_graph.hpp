@@ -38,6 +38,21 @@ auto symbol_for(const A& a) {
 
 }  // namespace detail
 
+namespace detail {
+// Static graphs compile for the host. On GPU tensors a graph's function
+// runs eagerly instead, op by op on the device, with the same values and
+// gradients, until the fused groups are launched as CUDA kernels.
+template <class A>
+bool on_gpu(const A& a) {
+  if constexpr (is_tensor_v<A>) return !a.device().is_cpu();
+  else return false;
+}
+template <class... A>
+bool any_on_gpu(const A&... a) {
+  return (on_gpu(a) || ...);
+}
+}  // namespace detail
+
 template <class F>
 class static_graph {
  public:
@@ -54,7 +69,7 @@ class static_graph {
     if constexpr ((is_symbolic_v<A> || ...)) {
       return f_(a...);
     } else {
-      if (!jit_enabled()) return f_(a...);
+      if (!jit_enabled() || detail::any_on_gpu(a...)) return f_(a...);
       return run(std::index_sequence_for<A...>{}, false, true, a...);
     }
   }
@@ -68,7 +83,7 @@ class static_graph {
   auto call_with_unit_seed(const std::tuple<A...>& arguments, bool value_read = true) const {
     return std::apply(
         [&](const A&... a) {
-          if (!jit_enabled()) return f_(a...);
+          if (!jit_enabled() || detail::any_on_gpu(a...)) return f_(a...);
           return run(std::index_sequence_for<A...>{}, true, value_read, a...);
         },
         arguments);
@@ -83,7 +98,7 @@ class static_graph {
     auto root = trace(a...);
     auto keys = output_keys(root);
     static_assert(keys.size() == 1, "tandem::jit: a training step's function must return one value, its loss");
-    if (!detail::one_value_per_shared_class(root)) {
+    if (detail::any_on_gpu(a...) || !detail::one_value_per_shared_class(root)) {
       // Eagerly, the backward leaves the gradients in the tensors' .grad.
       enable_grad recording;
       auto loss = f_(a...);
@@ -139,7 +154,7 @@ class static_graph {
       tensor<T> target = out;
       target.assign(value);
     };
-    if (!jit_enabled() || !detail::one_value_per_shared_class(root)) return write(f_(a...));
+    if (!jit_enabled() || detail::any_on_gpu(a...) || !detail::one_value_per_shared_class(root)) return write(f_(a...));
 
     using inputs_type = std::tuple<const A&...>;
     detail::signature signature = detail::signature_of(a...);
