@@ -197,3 +197,15 @@ TEST_CASE("a static graph on GPU tensors runs its function eagerly, on the devic
   CHECK(twice(tensor<float>{1, 2}).to_vector() == std::vector<float>{2, 4});
   CHECK(cuda_is_compiled());
 }
+
+TEST_CASE("random draws for a device are the host's numbers") {
+  test::with_stand_in_device runtime;
+  generator host_gen(11), device_gen(11);
+  CHECK(uniform<float>({5}, -1, 1, device_gen, device::cuda(0)).to_vector() ==
+        uniform<float>({5}, -1, 1, host_gen).to_vector());
+  CHECK(normal<double>({4}, 0, 1, device_gen, device::cuda(0)).to_vector() ==
+        normal<double>({4}, 0, 1, host_gen).to_vector());
+  tensor<std::int64_t> picks = integers<std::int64_t>({6}, 0, 10, device_gen, device::cuda(0));
+  CHECK(picks.device() == device::cuda(0));
+  CHECK(picks.to_vector() == integers<std::int64_t>({6}, 0, 10, host_gen).to_vector());
+}

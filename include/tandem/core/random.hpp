@@ -2,7 +2,8 @@
 // Random tensors from an explicit, seeded generator. Element i of a draw is a
 // pure function of (seed, position of the draw, i) through the Philox4x32-10
 // counter-based generator, so the same seed gives the same numbers on every
-// run, machine and thread count, however the work is split.
+// run, machine and thread count, however the work is split. A draw for a GPU
+// is made on the host and copied there: the same numbers on either device.
 
 #include <array>
 #include <cmath>
@@ -73,30 +74,30 @@ tensor<T> draw(shape s, generator& gen, Draw one) {
 
 // Values uniform in [low, high).
 template <floating_element T = float>
-tensor<T> uniform(shape s, double low, double high, generator& gen) {
+tensor<T> uniform(shape s, double low, double high, generator& gen, device where = device::cpu) {
   if (!(low < high))
     throw value_error("tandem::uniform: low must be below high (got " + std::to_string(low) + ", " +
                       std::to_string(high) + ")");
   return detail::draw<T>(std::move(s), gen, [=](const std::array<std::uint32_t, 4>& w) {
     T x = static_cast<T>(low + (high - low) * detail::unit_double(w[0], w[1]));
     return x < static_cast<T>(high) ? x : std::nextafter(static_cast<T>(high), static_cast<T>(low));
-  });
+  }).to(where);
 }
 
 // Normally distributed values (Box-Muller).
 template <floating_element T = float>
-tensor<T> normal(shape s, double mean, double stddev, generator& gen) {
+tensor<T> normal(shape s, double mean, double stddev, generator& gen, device where = device::cpu) {
   if (!(stddev >= 0)) throw value_error("tandem::normal: stddev must not be negative (got " + std::to_string(stddev) + ")");
   return detail::draw<T>(std::move(s), gen, [=](const std::array<std::uint32_t, 4>& w) {
     double u1 = 1.0 - detail::unit_double(w[0], w[1]);
     double u2 = detail::unit_double(w[2], w[3]);
     return static_cast<T>(mean + stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2));
-  });
+  }).to(where);
 }
 
 // Integers uniform in [low, high).
 template <element T = std::int64_t>
-tensor<T> integers(shape s, std::int64_t low, std::int64_t high, generator& gen) {
+tensor<T> integers(shape s, std::int64_t low, std::int64_t high, generator& gen, device where = device::cpu) {
   if (!(low < high))
     throw value_error("tandem::integers: low must be below high (got " + std::to_string(low) + ", " +
                       std::to_string(high) + ")");
@@ -106,7 +107,7 @@ tensor<T> integers(shape s, std::int64_t low, std::int64_t high, generator& gen)
     __extension__ using wide = unsigned __int128;
     auto pick = static_cast<std::uint64_t>((static_cast<wide>(bits) * range) >> 64);
     return static_cast<T>(low + static_cast<std::int64_t>(pick));
-  });
+  }).to(where);
 }
 
 }  // namespace tandem
