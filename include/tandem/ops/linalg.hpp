@@ -38,6 +38,20 @@ struct matmul_op {
 
 namespace detail {
 
+// Where batch `index` (row-major over the batch axes) starts in a and in b.
+template <class T>
+std::pair<std::int64_t, std::int64_t> batch_offsets(std::int64_t index, const shape& batch, const tensor<T>& a,
+                                                    const tensor<T>& b) {
+  std::int64_t off_a = 0, off_b = 0, rest = index;
+  for (std::size_t axis = batch.size(); axis-- > 0;) {
+    std::int64_t i = rest % batch[axis];
+    rest /= batch[axis];
+    off_a += i * a.strides()[axis];
+    off_b += i * b.strides()[axis];
+  }
+  return {off_a, off_b};
+}
+
 // The batched product on the host: the gemm kernel per batch, batches
 // shared among the threads when each is small.
 template <class T>
@@ -46,13 +60,7 @@ tensor<T> host_matmul(const tensor<T>& a, const tensor<T>& b, const shape& batch
   tensor<T> out(out_shape);
   std::int64_t batches = numel(batch);
   auto run_one = [&](std::int64_t index) {
-    std::int64_t off_a = 0, off_b = 0, rest = index;
-    for (std::size_t axis = batch.size(); axis-- > 0;) {
-      std::int64_t i = rest % batch[axis];
-      rest /= batch[axis];
-      off_a += i * a.strides()[axis];
-      off_b += i * b.strides()[axis];
-    }
+    auto [off_a, off_b] = batch_offsets(index, batch, a, b);
     gemm<T>(m, n, k, {a.data() + off_a, a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]},
             {b.data() + off_b, b.strides()[b.dim() - 2], b.strides()[b.dim() - 1]}, out.data() + index * m * n, n);
   };
@@ -100,13 +108,7 @@ tensor<T> device_matmul(tensor<T> a, tensor<T> b, const shape& batch, std::int64
                        b.device_data(), steps(b).first, steps(b).second, {}, out.device_data()};
     const std::int64_t batches = numel(batch);
     for (std::int64_t index = 0; index < batches; ++index) {
-      std::int64_t off_a = 0, off_b = 0, rest = index;
-      for (std::size_t axis = batch.size(); axis-- > 0;) {
-        std::int64_t i = rest % batch[axis];
-        rest /= batch[axis];
-        off_a += i * a.strides()[axis];
-        off_b += i * b.strides()[axis];
-      }
+      auto [off_a, off_b] = batch_offsets(index, batch, a, b);
       work.a_offsets.push_back(off_a);
       work.b_offsets.push_back(off_b);
     }
