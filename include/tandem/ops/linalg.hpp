@@ -16,6 +16,7 @@
 #include "tandem/kernels/cpu/gemm.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 #include "tandem/kernels/cuda/dispatch.hpp"
+#include "tandem/ops/elementwise/map.hpp"
 
 namespace tandem {
 
@@ -82,11 +83,7 @@ tensor<T> host_matmul(const tensor<T>& a, const tensor<T>& b, const shape& batch
 template <class T>
 tensor<T> device_matmul(tensor<T> a, tensor<T> b, const shape& batch, std::int64_t m, std::int64_t n, std::int64_t k,
                         const shape& out_shape) {
-  const device where = a.device();
-  if (b.device() != where)
-    throw device_error("tandem::matmul: operands " + to_string(a.shape()) + " on " + to_string(a.device()) + ", " +
-                       to_string(b.shape()) + " on " + to_string(b.device()) +
-                       " are on different devices; move them to one with to()");
+  const device where = operands_device<matmul_op>(a, b);
   if constexpr (!std::is_floating_point_v<T>) {
     throw device_error("tandem::matmul: the GPU multiplies float and double matrices; convert these " +
                        std::string(dtype_name(dtype_of<T>)) + " operands with astype<float>() first");

@@ -95,11 +95,15 @@ using cuda_gemm_kernel = void (*)(int device_index, const gemm_batch<T>& work);
 template <class T>
 inline std::atomic<cuda_gemm_kernel<T>> cuda_gemm_slot{nullptr};
 
-// Whether cuBLAS reads a rows x columns matrix with these steps as it is:
-// one step is 1 and the other spans the matrix's other extent.
+// Whether a rows x columns matrix with these steps is dense along its rows
+// (cuBLAS reads it as its transpose), or, swapping the roles, along its
+// columns.
+inline bool blas_row_major(std::int64_t rows, std::int64_t columns, std::int64_t row_step, std::int64_t column_step) {
+  return column_step == 1 && (rows == 1 || row_step >= columns);
+}
+// Whether cuBLAS reads the matrix as it is, one way or the other.
 inline bool blas_readable(std::int64_t rows, std::int64_t columns, std::int64_t row_step, std::int64_t column_step) {
-  return (column_step == 1 && (rows == 1 || row_step >= columns)) ||
-         (row_step == 1 && (columns == 1 || column_step >= rows));
+  return blas_row_major(rows, columns, row_step, column_step) || blas_row_major(columns, rows, column_step, row_step);
 }
 
 // An optimizer's update in place: op(parameter, gradient, state...) gives

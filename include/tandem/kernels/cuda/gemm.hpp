@@ -57,7 +57,7 @@ inline blas_operand as_blas_operand(std::int64_t rows, std::int64_t columns, std
   // Row-major with unit column step: column-major it is the transpose, which
   // is what C^T = B^T A^T wants as it is. The host made every operand
   // readable one way or the other (blas_readable).
-  if (column_step == 1 && (rows == 1 || row_step >= columns))
+  if (blas_row_major(rows, columns, row_step, column_step))
     return {CUBLAS_OP_N, std::max<std::int64_t>(rows == 1 ? columns : row_step, 1)};
   return {CUBLAS_OP_T, std::max<std::int64_t>(columns == 1 ? rows : column_step, 1)};
 }
