@@ -15,7 +15,7 @@
 //                                          # same code, elementwise ops fused at run time
 //   ./tandem.sh demo --data /path/to/dir   # the four IDX files, raw or .gz
 //   ./tandem.sh demo --quick               # what ctest runs: 1 epoch on 3000 images
-//   ./tandem.sh demo --device cuda         # on the GPU (a build with CUDA): the MLP
+//   ./tandem.sh demo --device cuda         # on the GPU (a build with CUDA)
 //   mpirun -np 2 ./build/release/examples/demo --distributed
 //                                          # data-parallel over the ranks (a
 //                                          # build that found MPI)
@@ -205,13 +205,8 @@ int main(int argc, char** argv) {
       std::cerr << "demo: --device cuda trains on one GPU; --distributed is for the host\n";
       return 2;
     }
-    // Convolution, pooling and batch norm have no GPU kernels yet, nor
-    // capture(): the MLP trains, eagerly and in graph mode (whose static
-    // graph runs op by op on the GPU).
-    if (which != "mlp")
-      std::cout << "demo: on the GPU the CNN cannot train yet (convolution, pooling and batch norm have no GPU "
-                   "kernels): the MLP only\n";
-    which = "mlp";
+    // capture() fuses host kernels: on the GPU both models train eagerly
+    // and in graph mode (whose static graph runs op by op on the GPU).
     std::erase(modes, run_mode::capture);
     if (modes.empty()) {
       std::cerr << "demo: capture() runs on the host; on the GPU choose --mode eager or graph\n";

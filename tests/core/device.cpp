@@ -133,6 +133,44 @@ TEST_CASE("a GPU op whose kernel this program did not compile says so") {
                        "tandem::matmul: operands [2, 2] on cuda:0, [2, 1] on cpu are on different devices; move them to "
                        "one with to()",
                        device_error);
+  tensor<double> logits = tensor<double>{{1, 2}, {3, 4}}.cuda();
+  CHECK_THROWS_WITH_AS(softmax(logits), ("tandem::softmax: no CUDA kernel for softmax of these elements" + compiled_by).c_str(),
+                       device_error);
+  CHECK_THROWS_WITH_AS(
+      cross_entropy(logits, tensor<std::int64_t>{0, 1}.cuda()),
+      ("tandem::cross_entropy: no CUDA kernel for cross-entropy of these elements" + compiled_by).c_str(), device_error);
+  CHECK_THROWS_WITH_AS(cross_entropy(logits, tensor<std::int64_t>{0, 2}.cuda()),
+                       "tandem::cross_entropy: target 2 at position 1 is outside [0, 2) for logits of shape [2, 2]",
+                       index_error);
+  CHECK_THROWS_WITH_AS(cross_entropy(logits, tensor<std::int64_t>{0, 1}),
+                       "tandem::cross_entropy: logits [2, 2] on cuda:0 and targets [2] on cpu are on different "
+                       "devices; move them to one with to()",
+                       device_error);
+  CHECK_THROWS_WITH_AS(one_hot(tensor<std::int64_t>{0, 1}.cuda(), 2),
+                       ("tandem::one_hot: no CUDA kernel for one_hot of these elements" + compiled_by).c_str(),
+                       device_error);
+  CHECK_THROWS_WITH_AS(one_hot(tensor<std::int64_t>{0, 2}.cuda(), 2), "tandem::one_hot: index 2 is outside [0, 2)",
+                       index_error);
+  tensor<float> images = zeros<float>({1, 2, 4, 4}).cuda(), kernel = zeros<float>({3, 2, 3, 3}).cuda();
+  CHECK_THROWS_WITH_AS(conv2d(images, kernel),
+                       ("tandem::conv2d: no CUDA kernel for convolutions of these elements" + compiled_by).c_str(),
+                       device_error);
+  CHECK_THROWS_WITH_AS(conv2d(images, zeros<float>({3, 2, 3, 3})),
+                       "tandem::conv2d: operands [1, 2, 4, 4] on cuda:0, [3, 2, 3, 3] on cpu are on different "
+                       "devices; move them to one with to()",
+                       device_error);
+  CHECK_THROWS_WITH_AS(max_pool2d(images),
+                       ("tandem::max_pool2d: no CUDA kernel for pooling of these elements" + compiled_by).c_str(),
+                       device_error);
+  tensor<float> channels = ones<float>({2}).cuda();
+  CHECK_THROWS_WITH_AS(
+      batch_normalize(images, channels, channels, 1e-5),
+      ("tandem::batch_normalize: no CUDA kernel for batch normalization of these elements" + compiled_by).c_str(),
+      device_error);
+  CHECK_THROWS_WITH_AS(batch_normalize(images, ones<float>({2}), channels, 1e-5),
+                       "tandem::batch_normalize: operands [1, 2, 4, 4] on cuda:0, [2] on cpu, [2] on cuda:0 are on "
+                       "different devices; move them to one with to()",
+                       device_error);
   CHECK_THROWS_WITH_AS(matmul(tensor<std::int32_t>{{1}}.cuda(), tensor<std::int32_t>{{1}}.cuda()),
                        "tandem::matmul: the GPU multiplies float and double matrices; convert these int32 operands with "
                        "astype<float>() first",

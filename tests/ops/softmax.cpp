@@ -99,33 +99,3 @@ TEST_CASE("cross-entropy from logits") {
                        "tandem::cross_entropy: expected logits [N, C] and targets [N], got [2, 3] and [1]",
                        shape_error);
 }
-
-// The GPU computes softmax, log_softmax and cross-entropy from ops that have
-// GPU kernels (detail::device_softmax_values, detail::device_cross_entropy).
-// Those compositions are generic, so here they run on the host beside the
-// host kernels: the GPU's math, checked on every machine.
-TEST_CASE_TEMPLATE("the GPU's composition of softmax and cross-entropy has the host kernels' values and limits", T,
-                   float, double) {
-  constexpr T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
-  tensor<T> x{{inf, 0, 1},       {-inf, -inf, -inf}, {-inf, 0, 1},  {T(1e30), T(-1e30), 0},
-              {nan, 0, 1},       {inf, inf, 0},      {-inf, 2, 3},  {80, -80, 0},
-              {T(1e4), 0, -T(1e4)}, {1, 2, 3}};
-  tensor<T> random = test::random_tensor<T>({6, 33}, -20, 20, 7);
-  for (const tensor<T>& logits : {x, random}) {
-    for (std::int64_t axis : {0, 1}) {
-      check_values(detail::device_softmax_values<false>(logits, axis), softmax(logits, axis), "softmax");
-      check_values(detail::device_softmax_values<true>(logits, axis), log_softmax(logits, axis), "log_softmax");
-    }
-  }
-  tensor<std::int64_t> target{0, 0, 0, 0, 0, 0, 1, 1, 2, 2};
-  for (reduction how : {reduction::none, reduction::sum, reduction::mean})
-    check_values(detail::device_cross_entropy(x, target, how), cross_entropy(x, target, how), "cross_entropy");
-  tensor<T> leaf = random.detach().set_requires_grad(), host_leaf = random.detach().set_requires_grad();
-  tensor<std::int64_t> labels{0, 5, 10, 15, 20, 32};
-  detail::device_cross_entropy(leaf, labels, reduction::mean).backward();
-  cross_entropy(host_leaf, labels).backward();
-  check_values(leaf.grad(), host_leaf.grad(), "gradient of cross_entropy");
-  CHECK_THROWS_WITH_AS(detail::device_cross_entropy(x, tensor<std::int64_t>{0, 0, 0, 3, 0, 0, 0, 0, 0, 0}, reduction::mean),
-                       "tandem::cross_entropy: target 3 at position 3 is outside [0, 3) for logits of shape [10, 3]",
-                       index_error);
-}

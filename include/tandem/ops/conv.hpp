@@ -11,6 +11,7 @@
 // again throws. The bias's gradient is a sum.
 
 #include <array>
+#include <atomic>
 #include <concepts>
 #include <cstdint>
 #include <string>
@@ -19,6 +20,8 @@
 #include "tandem/core/tensor.hpp"
 #include "tandem/kernels/cpu/conv.hpp"
 #include "tandem/kernels/cpu/gemm.hpp"
+#include "tandem/kernels/cuda/dispatch.hpp"
+#include "tandem/ops/elementwise/map.hpp"
 #include "tandem/ops/reduce.hpp"
 
 namespace tandem {
@@ -66,13 +69,39 @@ inline conv_layout conv_layout_of(const shape& x, const shape& w, const conv2d_o
   return {conv_geometry_of(x, w, o), w[0], o.groups};
 }
 
+// On a GPU, the convolution and its gradients are compositions of ops with
+// device kernels (ops/composed/conv.hpp) that <tandem/cuda.hpp> installs
+// here, values only.
+template <class T>
+inline std::atomic<tensor<T> (*)(const tensor<T>& x, const tensor<T>& w, const tensor<T>* bias, const conv_layout& l)>
+    cuda_conv2d_slot{nullptr};
+template <class T>
+inline std::atomic<tensor<T> (*)(const tensor<T>& grad, const tensor<T>& w, const conv_layout& l)>
+    cuda_conv2d_input_gradient_slot{nullptr};
+template <class T>
+inline std::atomic<tensor<T> (*)(const tensor<T>& grad, const tensor<T>& x, const conv_layout& l, const shape& w_shape)>
+    cuda_conv2d_kernel_gradient_slot{nullptr};
+
+template <class Slot>
+auto conv_kernel_in(Slot& slot, const char* what) {
+  auto kernel = slot.load(std::memory_order_acquire);
+  if (!kernel) throw_missing_kernel("conv2d", what);
+  return kernel;
+}
+
 template <class T>
 tensor<T> conv2d_input_gradient(const tensor<T>& grad, const tensor<T>& w, const shape& x_shape,
                                 const conv2d_options& o) {
   conv_layout l = conv_layout_of(x_shape, w.shape(), o);
-  tensor<T> dy = grad.detach().contiguous(), kernel = w.detach().contiguous();
-  tensor<T> dx(x_shape);
-  conv2d_backward_input(l, dy.data(), kernel.data(), dx.data());
+  tensor<T> dx;
+  if (!grad.device().is_cpu()) {
+    dx = conv_kernel_in(cuda_conv2d_input_gradient_slot<T>, "the input's gradient of these elements")(grad.detach(),
+                                                                                                       w.detach(), l);
+  } else {
+    tensor<T> dy = grad.detach().contiguous(), kernel = w.detach().contiguous();
+    dx = tensor<T>(x_shape);
+    conv2d_backward_input(l, dy.data(), kernel.data(), dx.data());
+  }
   record(conv2d_input_gradient_op{}, dx, grad, w);
   return dx;
 }
@@ -81,9 +110,15 @@ template <class T>
 tensor<T> conv2d_kernel_gradient(const tensor<T>& grad, const tensor<T>& x, const shape& w_shape,
                                  const conv2d_options& o) {
   conv_layout l = conv_layout_of(x.shape(), w_shape, o);
-  tensor<T> dy = grad.detach().contiguous(), image = x.detach().contiguous();
-  tensor<T> dw(w_shape);
-  conv2d_backward_kernel(l, dy.data(), image.data(), dw.data());
+  tensor<T> dw;
+  if (!grad.device().is_cpu()) {
+    dw = conv_kernel_in(cuda_conv2d_kernel_gradient_slot<T>, "the kernel's gradient of these elements")(
+        grad.detach(), x.detach(), l, w_shape);
+  } else {
+    tensor<T> dy = grad.detach().contiguous(), image = x.detach().contiguous();
+    dw = tensor<T>(w_shape);
+    conv2d_backward_kernel(l, dy.data(), image.data(), dw.data());
+  }
   record(conv2d_kernel_gradient_op{}, dw, grad, x);
   return dw;
 }
@@ -94,6 +129,14 @@ tensor<T> conv2d(const tensor<T>& x, const tensor<T>& w, const tensor<T>* bias, 
   if (bias && bias->numel() > 0 && bias->shape() != shape{w.shape(0)})
     throw shape_error("tandem::conv2d: the bias must have shape [" + std::to_string(w.shape(0)) + "] (one per output "
                       "channel) or no elements, not " + to_string(bias->shape()));
+  const bool has_bias = bias && bias->numel() > 0;
+  const device where =
+      common_device("conv2d", {place_of(x), place_of(w), has_bias ? place_of(*bias) : operand_place{nullptr, device::cpu}});
+  if (!where.is_cpu()) {
+    tensor<T> offsets = has_bias ? bias->detach() : tensor<T>();
+    return conv_kernel_in(cuda_conv2d_slot<T>, "convolutions of these elements")(x.detach(), w.detach(),
+                                                                                 has_bias ? &offsets : nullptr, l);
+  }
   tensor<T> image = x.detach().contiguous(), kernel = w.detach().contiguous();
   tensor<T> offsets = bias && bias->numel() > 0 ? bias->detach().contiguous() : tensor<T>();
   tensor<T> out(shape{l.g.batch, l.out_channels, l.g.out_h, l.g.out_w});

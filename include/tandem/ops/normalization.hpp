@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <array>
+#include <atomic>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -27,11 +28,33 @@
 #include "tandem/core/tensor.hpp"
 #include "tandem/kernels/cpu/normalization.hpp"
 #include "tandem/kernels/cpu/reduce.hpp"
+#include "tandem/kernels/cuda/dispatch.hpp"
 #include "tandem/ops/elementwise/map.hpp"
 #include "tandem/ops/reduce.hpp"
 
 namespace tandem {
 namespace detail {
+
+// The mean and biased variance per channel, kept as [1, C] or [1, C, 1, 1].
+template <class T>
+struct batch_moments {
+  tensor<T> mean, variance;
+};
+// Normalized activations and their statistics, [C] each.
+template <class T>
+struct normalized_batch {
+  tensor<T> out, mean, variance, inverse_std;
+};
+
+// On a GPU, the statistics and the normalization are compositions of ops
+// with device kernels (ops/composed/normalization.hpp) that <tandem/cuda.hpp>
+// installs here, values only.
+template <class T>
+inline std::atomic<batch_moments<T> (*)(const tensor<T>& x)> cuda_batch_moments_slot{nullptr};
+template <class T>
+inline std::atomic<normalized_batch<T> (*)(const tensor<T>& x, const tensor<T>& weight, const tensor<T>& bias,
+                                           double eps)>
+    cuda_batch_normalize_slot{nullptr};
 
 // (x - m) * c, the variance's backward as one loop.
 struct scaled_deviation_op : same_type_rule {
@@ -73,10 +96,20 @@ tensor<T> batch_variance(const tensor<T>& x, tensor<T>* batch_mean = nullptr) {
     statistics.push_back(1);
     statistics.push_back(1);
   }
-  tensor<T> values = x.detach().contiguous();
-  tensor<T> centre(statistics), variance(statistics);
-  std::int64_t inner = x.dim() == 4 ? x.shape(2) * x.shape(3) : 1;
-  detail::middle_moments(values.data(), x.shape(0), x.shape(1), inner, centre.data(), variance.data());
+  tensor<T> centre, variance;
+  if (!x.device().is_cpu()) {
+    auto kernel = detail::cuda_batch_moments_slot<T>.load(std::memory_order_acquire);
+    if (!kernel) detail::throw_missing_kernel("batch_variance", "batch statistics of these elements");
+    detail::batch_moments<T> moments = kernel(x.detach());
+    centre = moments.mean;
+    variance = moments.variance;
+  } else {
+    tensor<T> values = x.detach().contiguous();
+    centre = tensor<T>(statistics);
+    variance = tensor<T>(statistics);
+    std::int64_t inner = x.dim() == 4 ? x.shape(2) * x.shape(3) : 1;
+    detail::middle_moments(values.data(), x.shape(0), x.shape(1), inner, centre.data(), variance.data());
+  }
   if (batch_mean) *batch_mean = centre;
   T count = static_cast<T>(x.numel() / x.shape(1));
   detail::record(detail::batch_variance_op<T>{centre, T(2) / count, x.dim() == 4 ? axes{0, 2, 3} : axes{0}}, variance,
@@ -112,7 +145,7 @@ struct batch_normalize_op {
   template <class G, class Y, class X, class W, class B>
   std::tuple<G, G, G> gradients(const std::array<bool, 3>& wanted, const G& g, const Y&, const X& x, const W& weight,
                                 const B&) const {
-    if (is_grad_enabled())
+    if (is_grad_enabled() || !x.device().is_cpu())
       return {wanted[0] ? composite_derivative<0>(g, x, weight) : G(),
               wanted[1] ? composite_derivative<1>(g, x, weight) : G(),
               wanted[2] ? composite_derivative<2>(g, x, weight) : G()};
@@ -186,6 +219,16 @@ tensor<T> batch_normalize(const tensor<T>& x, const tensor<T>& weight, const ten
                       "and bias, got " +
                       to_string(x.shape()) + ", " + to_string(weight.shape()) + " and " + to_string(bias.shape()));
   if (!(eps > 0)) throw value_error("tandem::batch_normalize: eps must be positive");
+  if (!detail::common_device("batch_normalize", {detail::place_of(x), detail::place_of(weight), detail::place_of(bias)})
+           .is_cpu()) {
+    auto kernel = detail::cuda_batch_normalize_slot<T>.load(std::memory_order_acquire);
+    if (!kernel) detail::throw_missing_kernel("batch_normalize", "batch normalization of these elements");
+    detail::normalized_batch<T> batch = kernel(x.detach(), weight.detach(), bias.detach(), eps);
+    if (batch_mean) *batch_mean = batch.mean;
+    if (batch_var) *batch_var = batch.variance;
+    detail::record(detail::batch_normalize_op<T>{batch.mean, batch.inverse_std, eps}, batch.out, x, weight, bias);
+    return batch.out;
+  }
   const detail::channel_layout l = detail::channel_layout_of(x.shape());
   tensor<T> values = x.detach().contiguous(), w = weight.detach().contiguous(), b = bias.detach().contiguous();
   const shape channels{l.kept};

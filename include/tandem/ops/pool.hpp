@@ -8,6 +8,7 @@
 // runs in SIMD batches (kernels/cpu/pool.hpp).
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <algorithm>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "tandem/core/tensor.hpp"
 #include "tandem/kernels/cpu/pool.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
+#include "tandem/kernels/cuda/dispatch.hpp"
 
 namespace tandem {
 
@@ -71,9 +73,36 @@ struct pool_gradient_op {
   static constexpr const char* name = "pool2d gradient";
 };
 
+// The maximum of each window, and which tap of the window holds it (i kw +
+// j, the first one in the host kernel's order), as a GPU computes them.
+template <class T>
+struct pooled_maxima {
+  tensor<T> values;
+  tensor<std::int64_t> taps;
+};
+
+// On a GPU, pooling and its gradients are compositions of ops with device
+// kernels (ops/composed/pool.hpp) that <tandem/cuda.hpp> installs here.
+template <class T>
+inline std::atomic<pooled_maxima<T> (*)(const tensor<T>& x, const pool_geometry& g)> cuda_max_pool2d_slot{nullptr};
+template <class T>
+inline std::atomic<tensor<T> (*)(const tensor<T>& grad, const tensor<std::int64_t>& taps, const pool_geometry& g)>
+    cuda_max_pool2d_gradient_slot{nullptr};
+template <class T>
+inline std::atomic<tensor<T> (*)(const tensor<T>& x, const pool_geometry& g)> cuda_avg_pool2d_slot{nullptr};
+template <class T>
+inline std::atomic<tensor<T> (*)(const tensor<T>& grad, const pool_geometry& g)> cuda_avg_pool2d_gradient_slot{nullptr};
+
+template <class Slot>
+auto pool_kernel_in(Slot& slot, const char* op) {
+  auto kernel = slot.load(std::memory_order_acquire);
+  if (!kernel) throw_missing_kernel(op, "pooling of these elements");
+  return kernel;
+}
+
 // Where each output's maximum came from, for max_pool2d's gradient: a 2x2
 // window's winner where the pooling is 2x2 with stride 2 and no padding,
-// otherwise the flat position in its plane.
+// otherwise the flat position in its plane; on a GPU, the window's tap.
 struct max_pool2d_op {
   static constexpr const char* name = "max_pool2d";
   static constexpr bool saves_inputs = false;
@@ -85,7 +114,11 @@ struct max_pool2d_op {
   auto derivative(const G& g, const Y&, const X&) const {
     using T = typename G::value_type;
     tensor<T> grad = g.detach().contiguous();
-    tensor<T> dx = winners ? two_by_two_gradient(grad) : scattered_gradient(grad);
+    tensor<T> dx = !grad.device().is_cpu()
+                       ? pool_kernel_in(cuda_max_pool2d_gradient_slot<T>, name)(grad, argmax,
+                                                                               pool_geometry_of(name, input, options))
+                   : winners ? two_by_two_gradient(grad)
+                             : scattered_gradient(grad);
     record(pool_gradient_op{}, dx, g);
     return dx;
   }
@@ -128,6 +161,11 @@ struct avg_pool2d_op {
     using T = typename G::value_type;
     pool_geometry geo = pool_geometry_of(name, input, options);
     tensor<T> grad = g.detach().contiguous();
+    if (!grad.device().is_cpu()) {
+      tensor<T> dx = pool_kernel_in(cuda_avg_pool2d_gradient_slot<T>, name)(grad, geo);
+      record(pool_gradient_op{}, dx, g);
+      return dx;
+    }
     tensor<T> dx = zeros<T>(input);
     T scale = T(1) / static_cast<T>(geo.kernel_h * geo.kernel_w);
     parallel_for(geo.planes, 1, [&](std::int64_t first, std::int64_t last) {
@@ -151,6 +189,12 @@ struct avg_pool2d_op {
 template <floating_element T>
 tensor<T> max_pool2d(const tensor<T>& x, const pool2d_options& options = {}) {
   detail::pool_geometry g = detail::pool_geometry_of("max_pool2d", x.shape(), options);
+  if (!x.device().is_cpu()) {
+    detail::pooled_maxima<T> pooled =
+        detail::pool_kernel_in(detail::cuda_max_pool2d_slot<T>, "max_pool2d")(x.detach(), g);
+    detail::record(detail::max_pool2d_op{options, x.shape(), nullptr, pooled.taps}, pooled.values, x);
+    return pooled.values;
+  }
   tensor<T> in = x.detach().contiguous();
   tensor<T> out(detail::pooled_shape(x.shape(), g));
   const bool two_by_two = g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 &&
@@ -200,6 +244,11 @@ tensor<T> max_pool2d(const tensor<T>& x, const pool2d_options& options = {}) {
 template <floating_element T>
 tensor<T> avg_pool2d(const tensor<T>& x, const pool2d_options& options = {}) {
   detail::pool_geometry g = detail::pool_geometry_of("avg_pool2d", x.shape(), options);
+  if (!x.device().is_cpu()) {
+    tensor<T> out = detail::pool_kernel_in(detail::cuda_avg_pool2d_slot<T>, "avg_pool2d")(x.detach(), g);
+    detail::record(detail::avg_pool2d_op{options, x.shape()}, out, x);
+    return out;
+  }
   tensor<T> in = x.detach().contiguous();
   tensor<T> out(detail::pooled_shape(x.shape(), g));
   T scale = T(1) / static_cast<T>(g.kernel_h * g.kernel_w);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -187,27 +188,38 @@ struct divide_by_count {
   }
 };
 
-// The reduction on the GPU that holds x (kernels/cuda/reduce.hpp), read
-// through x's strides: no copy, whatever the axes.
+// A reduction as a GPU kernel reads its input: the kept and the reduced
+// axes with x's strides along them (no copy, whatever the axes).
+struct strided_reduction {
+  reduction_shape plan;
+  shape kept_shape, reduced_shape;
+  dims kept_strides, reduced_strides;
+};
+
+inline strided_reduction split_axes(const shape& extent, std::span<const std::int64_t> strides, const axes& ax, bool keepdims,
+                                    const char* op) {
+  strided_reduction s{plan_reduction(extent, ax, keepdims, op), {}, {}, {}, {}};
+  for (std::int64_t axis : s.plan.kept_order) {
+    s.kept_shape.push_back(extent[axis]);
+    s.kept_strides.push_back(strides[axis]);
+  }
+  for (std::int64_t axis : s.plan.reduced_order) {
+    s.reduced_shape.push_back(extent[axis]);
+    s.reduced_strides.push_back(strides[axis]);
+  }
+  return s;
+}
+
+// The reduction on the GPU that holds x (kernels/cuda/reduce.hpp).
 template <class A, class R, class Reducer, class T>
 tensor<R> device_reduce(const tensor<T>& x, const axes& ax, bool keepdims, const Reducer& r, bool divide,
                         const char* op) {
-  reduction_shape plan = plan_reduction(x.shape(), ax, keepdims, op);
-  shape kept_shape, reduced_shape;
-  dims kept_strides, reduced_strides;
-  for (std::int64_t axis : plan.kept_order) {
-    kept_shape.push_back(x.shape()[axis]);
-    kept_strides.push_back(x.strides()[axis]);
-  }
-  for (std::int64_t axis : plan.reduced_order) {
-    reduced_shape.push_back(x.shape()[axis]);
-    reduced_strides.push_back(x.strides()[axis]);
-  }
+  strided_reduction s = split_axes(x.shape(), x.strides(), ax, keepdims, op);
   runtime_for(x.device(), op);
   auto kernel = cuda_reduce_slot<A, R, T, Reducer>.load(std::memory_order_acquire);
   if (!kernel) throw_missing_kernel(op, "this reduction of these elements");
-  tensor<R> out(plan.out_shape, x.device());
-  kernel(r, x.device().index(), x.device_data(), kept_shape, kept_strides, reduced_shape, reduced_strides,
+  tensor<R> out(s.plan.out_shape, x.device());
+  kernel(r, x.device().index(), x.device_data(), s.kept_shape, s.kept_strides, s.reduced_shape, s.reduced_strides,
          out.device_data(), divide, op);
   return out;
 }

@@ -3,6 +3,7 @@
 // index_select, gather, one_hot, and broadcast_to. (Pure views such as
 // reshape, transpose and slice are members of tensor<T>.)
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "tandem/autograd/grad_mode.hpp"
 #include "tandem/core/creation.hpp"
 #include "tandem/core/tensor.hpp"
+#include "tandem/kernels/cuda/dispatch.hpp"
 #include "tandem/ops/elementwise/compare.hpp"
 
 namespace tandem {
@@ -369,6 +371,13 @@ tensor<T> scatter_add(const tensor<T>& x, std::int64_t axis, const tensor<I>& in
   return out;
 }
 
+namespace detail {
+// On a GPU, one_hot is a composition (ops/composed/softmax.hpp) that
+// <tandem/cuda.hpp> installs here; the indices come checked.
+template <class T, class I>
+inline std::atomic<tensor<T> (*)(const tensor<I>& indices, std::int64_t classes)> cuda_one_hot_slot{nullptr};
+}  // namespace detail
+
 // indices [...] -> [..., classes] with a 1 at each index.
 template <element T = std::int64_t, element I>
 tensor<T> one_hot(const tensor<I>& indices, std::int64_t classes) {
@@ -381,8 +390,9 @@ tensor<T> one_hot(const tensor<I>& indices, std::int64_t classes) {
       if (c < 0 || c >= classes)
         throw index_error("tandem::one_hot: index " + std::to_string(c) + " is outside [0, " +
                           std::to_string(classes) + ")");
-    no_grad constant;
-    return (indices.unsqueeze(-1) == arange<I>(0, static_cast<double>(classes), 1, indices.device())).template astype<T>();
+    auto kernel = detail::cuda_one_hot_slot<T, I>.load(std::memory_order_acquire);
+    if (!kernel) detail::throw_missing_kernel("one_hot", "one_hot of these elements");
+    return kernel(indices.detach(), classes);
   }
   tensor<T> out = zeros<T>(out_shape);
   tensor<I> idx = indices.contiguous();

@@ -2,15 +2,18 @@
 // softmax, log_softmax and cross-entropy from logits, numerically stable at
 // +-80, +-1e4 and +-inf (see kernels/cpu/softmax.hpp for the limits taken).
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "tandem/autograd/grad_mode.hpp"
 #include "tandem/core/creation.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/kernels/cpu/softmax.hpp"
+#include "tandem/kernels/cuda/dispatch.hpp"
 #include "tandem/ops/reduce.hpp"
 #include "tandem/ops/shape.hpp"
 
@@ -48,22 +51,20 @@ struct cross_entropy_op {
 
 namespace detail {
 
-// softmax or log_softmax of the rows along `axis` on a GPU, from the ops
-// that have GPU kernels, with the host kernel's limits: x - max(x) shifted
-// so that the largest term is 1 (no shift along a row whose max is not
-// finite); a row holding +inf shares its mass among its +inf entries.
-template <bool Log, class F>
-tensor<F> device_softmax_values(const tensor<F>& x, std::int64_t axis) {
-  no_grad values_only;
-  constexpr F inf = std::numeric_limits<F>::infinity();
-  tensor<F> peak = max(x, axis, true);
-  tensor<F> shifted = x - where(isfinite(peak), peak, F(0));
-  tensor<F> total = sum(exp(shifted), axis, true);
-  tensor<bool> top = x == inf;
-  tensor<F> tops = sum(top.template astype<F>(), axis, true);
-  tensor<bool> infinite_row = peak == inf;
-  if constexpr (Log) return where(infinite_row, where(top, -log(tops), -inf), shifted - log(total));
-  else return where(infinite_row, top.template astype<F>() / tops, exp(shifted) / total);
+// On a GPU, softmax and cross-entropy are compositions of ops with device
+// kernels (ops/composed/softmax.hpp), values only, that <tandem/cuda.hpp>
+// installs here: host-only units do not instantiate them.
+template <class F, bool Log>
+inline std::atomic<tensor<F> (*)(const tensor<F>& x, std::int64_t axis)> cuda_softmax_slot{nullptr};
+// The loss of each row of logits [N, C] against targets [N] in [0, C).
+template <class F, class I>
+inline std::atomic<tensor<F> (*)(const tensor<F>& logits, const tensor<I>& target)> cuda_cross_entropy_slot{nullptr};
+
+// x itself where it is floating already (no copy), else converted.
+template <class T>
+tensor<floating_t<T>> as_floating(const tensor<T>& x) {
+  if constexpr (std::is_same_v<floating_t<T>, T>) return x;
+  else return x.template astype<floating_t<T>>();
 }
 
 template <bool Log, class T>
@@ -71,9 +72,11 @@ tensor<floating_t<T>> softmax_along(const tensor<T>& x, std::int64_t axis, const
   using F = floating_t<T>;
   if (x.dim() == 0) return softmax_along<Log>(x.reshape({1}), 0, op).reshape({});
   axis = normalize_axis(axis, x.shape(), op);
-  tensor<F> input = x.template astype<F>();
+  tensor<F> input = as_floating(x);
   if (!x.device().is_cpu()) {
-    tensor<F> out = device_softmax_values<Log>(input.detach(), axis);
+    auto kernel = cuda_softmax_slot<F, Log>.load(std::memory_order_acquire);
+    if (!kernel) throw_missing_kernel(op, "softmax of these elements");
+    tensor<F> out = kernel(input.detach(), axis);
     if constexpr (Log) record(log_softmax_op{axis}, out, input);
     else record(softmax_op{axis}, out, input);
     return out;
@@ -100,40 +103,6 @@ tensor<floating_t<T>> log_softmax(const tensor<T>& x, std::int64_t axis = -1) {
   return detail::softmax_along<true>(x, axis, "log_softmax");
 }
 
-namespace detail {
-
-// Cross-entropy on the GPU that holds both operands: the picked entries of
-// log_softmax summed per row (where(), so a -inf elsewhere in a row is not
-// multiplied by 0). The targets are checked on the host: one copy of N
-// indices.
-template <class T, class I>
-tensor<floating_t<T>> device_cross_entropy(const tensor<T>& logits, const tensor<I>& target, reduction how) {
-  using F = floating_t<T>;
-  if (logits.device() != target.device())
-    throw device_error("tandem::cross_entropy: logits " + to_string(logits.shape()) + " on " +
-                       to_string(logits.device()) + " and targets " + to_string(target.shape()) + " on " +
-                       to_string(target.device()) + " are on different devices; move them to one with to()");
-  std::int64_t classes = logits.shape(1);
-  std::vector<I> labels = target.to_vector();
-  for (std::size_t i = 0; i < labels.size(); ++i)
-    if (labels[i] < 0 || labels[i] >= classes)
-      throw index_error("tandem::cross_entropy: target " + std::to_string(labels[i]) + " at position " +
-                        std::to_string(i) + " is outside [0, " + std::to_string(classes) + ") for logits of shape " +
-                        to_string(logits.shape()));
-  tensor<F> input = logits.template astype<F>();
-  tensor<F> result;
-  {
-    no_grad values_only;
-    tensor<bool> picked = target.unsqueeze(1) == arange<I>(0, static_cast<double>(classes), 1, logits.device());
-    tensor<F> losses = -sum(where(picked, device_softmax_values<true>(input.detach(), 1), F(0)), 1);
-    result = how == reduction::none ? losses : how == reduction::sum ? sum(losses) : mean(losses);
-  }
-  record(cross_entropy_op{how}, result, input, target.detach());
-  return result;
-}
-
-}  // namespace detail
-
 // Cross-entropy of logits [N, C] against class indices [N]: the mean (or sum,
 // or each) of -log_softmax(logits)[i, target[i]].
 template <element T, element I>
@@ -146,18 +115,34 @@ tensor<floating_t<T>> cross_entropy(const tensor<T>& logits, const tensor<I>& ta
     throw shape_error("tandem::cross_entropy: expected logits [N, C] and targets [N], got " +
                       to_string(logits.shape()) + " and " + to_string(target.shape()));
   std::int64_t n = logits.shape(0), classes = logits.shape(1);
-  if (!logits.device().is_cpu() || !target.device().is_cpu()) return detail::device_cross_entropy(logits, target, how);
-  tensor<F> input = logits.template astype<F>();
-  tensor<F> rows = input.detach().contiguous();
-  tensor<I> labels = target.contiguous();
-  tensor<F> losses(shape{n});
-  for (std::int64_t i = 0; i < n; ++i) {
-    I label = labels.data()[i];
-    if (label < 0 || label >= classes)
-      throw index_error("tandem::cross_entropy: target " + std::to_string(label) + " at position " +
+  if (logits.device() != target.device())
+    throw device_error("tandem::cross_entropy: logits " + to_string(logits.shape()) + " on " +
+                       to_string(logits.device()) + " and targets " + to_string(target.shape()) + " on " +
+                       to_string(target.device()) + " are on different devices; move them to one with to()");
+  tensor<F> input = detail::as_floating(logits);
+  tensor<I> labels = target.detach().contiguous();
+  std::vector<I> host_labels;
+  if (!labels.device().is_cpu()) host_labels = labels.to_vector();
+  const I* label_data = labels.device().is_cpu() ? labels.data() : host_labels.data();
+  for (std::int64_t i = 0; i < n; ++i)
+    if (label_data[i] < 0 || label_data[i] >= classes)
+      throw index_error("tandem::cross_entropy: target " + std::to_string(label_data[i]) + " at position " +
                         std::to_string(i) + " is outside [0, " + std::to_string(classes) + ") for logits of shape " +
                         to_string(logits.shape()));
+  if (!logits.device().is_cpu()) {
+    auto kernel = detail::cuda_cross_entropy_slot<F, I>.load(std::memory_order_acquire);
+    if (!kernel) detail::throw_missing_kernel("cross_entropy", "cross-entropy of these elements");
+    tensor<F> losses = kernel(input.detach(), labels);
+    tensor<F> result;
+    {
+      no_grad values_only;
+      result = how == reduction::none ? losses : how == reduction::sum ? sum(losses) : mean(losses);
+    }
+    detail::record(cross_entropy_op{how}, result, input, labels);
+    return result;
   }
+  tensor<F> rows = input.detach().contiguous();
+  tensor<F> losses(shape{n});
   detail::parallel_for(n, std::max<std::int64_t>(1, 8192 / std::max<std::int64_t>(classes, 1)),
                        [&](std::int64_t b, std::int64_t e) {
                          constexpr F inf = std::numeric_limits<F>::infinity();

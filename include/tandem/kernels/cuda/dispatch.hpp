@@ -46,15 +46,18 @@ using cuda_elementwise_kernel = void (*)(const Op& op, int device_index, const s
 template <class R, class C, class Op, class... In>
 inline std::atomic<cuda_elementwise_kernel<R, C, Op, In...>> cuda_elementwise_slot{nullptr};
 
+[[noreturn]] inline void throw_missing_elementwise_kernel(const char* op) {
+  throw device_error(std::string("tandem::") + op + ": no CUDA kernel for these element types in this program "
+                     "(a translation unit compiled by nvcc that includes <tandem/cuda.hpp> compiles the built-in "
+                     "ops' kernels; tandem::cuda::compile_elementwise<Op, T...>() compiles another op's)");
+}
+
 template <class R, class C, class Op, class... In>
 void run_cuda_elementwise(const char* op_name, const Op& op, device where, const shape& out_shape, R* out,
                           const dims& out_strides, const device_operand<In>&... in) {
   runtime_for(where, op_name);
   auto kernel = cuda_elementwise_slot<R, C, Op, In...>.load(std::memory_order_acquire);
-  if (!kernel)
-    throw device_error(std::string("tandem::") + op_name + ": no CUDA kernel for these element types in this program "
-                       "(a translation unit compiled by nvcc that includes <tandem/cuda.hpp> compiles the built-in "
-                       "ops' kernels; tandem::cuda::compile_elementwise<Op, T...>() compiles another op's)");
+  if (!kernel) throw_missing_elementwise_kernel(op_name);
   kernel(op, where.index(), out_shape, out, out_strides, in...);
 }
 

@@ -144,11 +144,5 @@ void launch_elementwise(const Op& op, int device_index, const shape& out_shape, 
   check_launch(Op::name);
 }
 
-// Compiles the GPU kernel of `Op` for operand types In (computed in C,
-// returning R) and points the host's slot at it.
-template <class R, class C, class Op, class... In>
-void install_elementwise() {
-  cuda_elementwise_slot<R, C, Op, In...>.store(&launch_elementwise<R, C, Op, In...>, std::memory_order_release);
-}
 
 }  // namespace tandem::detail::cuda

@@ -88,9 +88,5 @@ void launch_gemm(int device_index, const gemm_batch<T>& work) {
   }
 }
 
-template <class T>
-void install_gemm() {
-  cuda_gemm_slot<T>.store(&launch_gemm<T>, std::memory_order_release);
-}
 
 }  // namespace tandem::detail::cuda

@@ -79,9 +79,5 @@ void launch_reduce(const Reducer& reducer, int device_index, const T* in, const 
   check_launch(op);
 }
 
-template <class A, class R, class T, class Reducer>
-void install_reduce() {
-  cuda_reduce_slot<A, R, T, Reducer>.store(&launch_reduce<A, R, T, Reducer>, std::memory_order_release);
-}
 
 }  // namespace tandem::detail::cuda

@@ -214,11 +214,5 @@ inline const device_runtime& runtime() {
 // Checks the launch just queued on behalf of `op`.
 inline void check_launch(const char* op) { check(cudaGetLastError(), "a kernel launch", op); }
 
-// Points the host's slot at this runtime (once per program, by the first
-// translation unit that runs it).
-inline bool install_runtime() {
-  cuda_runtime_slot().store(&runtime(), std::memory_order_release);
-  return true;
-}
 
 }  // namespace tandem::detail::cuda

@@ -42,9 +42,5 @@ void launch_update(const Op& op, int device_index, std::int64_t count, const std
   check_launch(Op::name);
 }
 
-template <class T, std::size_t S, class Op>
-void install_update() {
-  cuda_update_slot<T, S, Op>.store(&launch_update<T, S, Op>, std::memory_order_release);
-}
 
 }  // namespace tandem::detail::cuda

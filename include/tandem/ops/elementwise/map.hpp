@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -229,31 +230,39 @@ bool defer_map(deferred_work& work, const Op& op, const shape& out_shape, tensor
   return true;
 }
 
-// The device of the tensor operands; operands on two devices throw.
+// Where an operand lives, for the device check: scalars have no place.
+struct operand_place {
+  const shape* extent;
+  device where;
+};
+
+template <class X>
+operand_place place_of(const X& x) {
+  if constexpr (is_tensor_v<X>) return {&x.shape(), x.device()};
+  else return {nullptr, device::cpu};
+}
+
+// The device of the tensor operands; operands on two devices throw. Not a
+// template, so the check costs each op's instantiation a few loads.
+inline device common_device(const char* op, std::initializer_list<operand_place> operands) {
+  const operand_place* first = nullptr;
+  bool mixed = false;
+  for (const operand_place& o : operands) {
+    if (!o.extent) continue;
+    if (!first) first = &o;
+    else mixed = mixed || o.where != first->where;
+  }
+  if (!mixed) [[likely]]
+    return first ? first->where : device::cpu;
+  std::string all;
+  for (const operand_place& o : operands)
+    if (o.extent) all += (all.empty() ? "" : ", ") + to_string(*o.extent) + " on " + to_string(o.where);
+  throw device_error(std::string("tandem::") + op + ": operands " + all + " are on different devices; move them to one with to()");
+}
+
 template <class Op, class... X>
 device operands_device(const X&... x) {
-  device where = device::cpu;
-  bool seen = false, mixed = false;
-  auto visit = [&](const auto& operand) {
-    if constexpr (is_tensor_v<std::decay_t<decltype(operand)>>) {
-      device d = operand.device();
-      mixed = mixed || (seen && d != where);
-      if (!seen) where = d;
-      seen = true;
-    }
-  };
-  (visit(x), ...);
-  if (mixed) [[unlikely]] {
-    std::string all;
-    auto describe = [&](const auto& operand) {
-      if constexpr (is_tensor_v<std::decay_t<decltype(operand)>>)
-        all += (all.empty() ? "" : ", ") + to_string(operand.shape()) + " on " + to_string(operand.device());
-    };
-    (describe(x), ...);
-    throw device_error(std::string("tandem::") + Op::name + ": operands " + all +
-                       " are on different devices; move them to one with to()");
-  }
-  return where;
+  return common_device(Op::name, {place_of(x)...});
 }
 
 template <class X>

@@ -1,0 +1,135 @@
+#pragma once
+// What a program's GPU kernels put in the host's slots, as one list over a
+// backend that provides the kernels: the CUDA kernels (<tandem/cuda.hpp>),
+// or, in the tests, an emulation on the host (tests/support/
+// emulated_device.hpp) with which every machine runs the GPU suite's
+// host-side logic. Host code: no CUDA headers.
+//
+// A backend is a class with static function templates
+//   elementwise<R, C, Op, In...>()  returning a cuda_elementwise_kernel<R, C, Op, In...>
+//   reduce<A, R, T, Reducer>()      returning a cuda_reduce_kernel<A, R, T, Reducer>
+//   gemm<T>()                       returning a cuda_gemm_kernel<T>
+//   update<T, S, Op>()              returning a cuda_update_kernel<T, S, Op>
+// and a static runtime() returning the device_runtime.
+
+#include <atomic>
+#include <cstdint>
+#include <tuple>
+
+#include "tandem/kernels/cuda/dispatch.hpp"
+#include "tandem/ops/composed/conv.hpp"
+#include "tandem/ops/composed/normalization.hpp"
+#include "tandem/ops/composed/pool.hpp"
+#include "tandem/ops/composed/softmax.hpp"
+#include "tandem/ops/elementwise/builtin.hpp"
+#include "tandem/tandem.hpp"
+
+namespace tandem::detail::device_kernels {
+
+template <class Slot, class Kernel>
+void put(Slot& slot, Kernel kernel) {
+  slot.store(kernel, std::memory_order_release);
+}
+
+template <class Backend, class R, class C, class Op, class... In>
+void install_elementwise() {
+  put(cuda_elementwise_slot<R, C, Op, In...>, Backend::template elementwise<R, C, Op, In...>());
+}
+
+// A user's (or the library's) elementwise op on operands of types In.
+template <class Backend, class Op, class... In>
+void install_op() {
+  install_elementwise<Backend, typename Op::template result<In...>, typename Op::template compute<In...>, Op, In...>();
+}
+
+using element_types = std::tuple<float, double, std::int32_t, std::int64_t, bool>;
+
+template <class Backend, class T>
+void install_builtin_rows() {
+  [&]<class... Op>(std::tuple<Op...>*) { (install_op<Backend, Op, T>(), ...); }(static_cast<builtin_unary_ops*>(nullptr));
+  [&]<class... Op>(std::tuple<Op...>*) { (install_op<Backend, Op, T, T>(), ...); }(
+      static_cast<builtin_binary_ops*>(nullptr));
+  install_op<Backend, where_op, bool, T, T>();
+  install_op<Backend, clamp_op, T, T, T>();
+}
+
+// Copies and conversions: astype (To from From) and assign (into To, read as
+// To).
+template <class Backend, class To, class From>
+void install_conversion() {
+  install_elementwise<Backend, To, From, identity_op, From>();
+  install_elementwise<Backend, To, To, identity_op, From>();
+}
+
+// The reducers as sum, mean, prod, max and min call them on T.
+template <class Backend, class T>
+void install_reductions() {
+  using total = accumulate_t<T>;
+  using average = floating_t<T>;
+  put(cuda_reduce_slot<total, total, T, sum_reducer>, Backend::template reduce<total, total, T, sum_reducer>());
+  put(cuda_reduce_slot<average, average, T, sum_reducer>, Backend::template reduce<average, average, T, sum_reducer>());
+  put(cuda_reduce_slot<total, total, T, prod_reducer>, Backend::template reduce<total, total, T, prod_reducer>());
+  put(cuda_reduce_slot<T, T, T, max_reducer>, Backend::template reduce<T, T, T, max_reducer>());
+  put(cuda_reduce_slot<T, T, T, min_reducer>, Backend::template reduce<T, T, T, min_reducer>());
+}
+
+// The optimizers' fused updates (nn/optimizer.hpp).
+template <class Backend, class T>
+void install_updates() {
+  put(cuda_update_slot<T, 0, nn::detail::sgd_plain_op<T>>, Backend::template update<T, 0, nn::detail::sgd_plain_op<T>>());
+  put(cuda_update_slot<T, 1, nn::detail::sgd_momentum_op<T>>,
+      Backend::template update<T, 1, nn::detail::sgd_momentum_op<T>>());
+  put(cuda_update_slot<T, 2, nn::detail::adam_op<T>>, Backend::template update<T, 2, nn::detail::adam_op<T>>());
+}
+
+// The ops a GPU runs as compositions of the kernels above (ops/composed/).
+template <class Backend, class F>
+void install_compositions() {
+  put(cuda_softmax_slot<F, false>, &composed_softmax<false, F>);
+  put(cuda_softmax_slot<F, true>, &composed_softmax<true, F>);
+  put(cuda_cross_entropy_slot<F, std::int32_t>, &composed_cross_entropy_losses<F, std::int32_t>);
+  put(cuda_cross_entropy_slot<F, std::int64_t>, &composed_cross_entropy_losses<F, std::int64_t>);
+  put(cuda_conv2d_slot<F>, &composed_conv2d<F>);
+  put(cuda_conv2d_input_gradient_slot<F>, &composed_conv2d_input_gradient<F>);
+  put(cuda_conv2d_kernel_gradient_slot<F>, &composed_conv2d_kernel_gradient<F>);
+  put(cuda_max_pool2d_slot<F>, &composed_max_pool2d<F>);
+  put(cuda_max_pool2d_gradient_slot<F>, &composed_max_pool2d_gradient<F>);
+  put(cuda_avg_pool2d_slot<F>, &composed_avg_pool2d<F>);
+  put(cuda_avg_pool2d_gradient_slot<F>, &composed_avg_pool2d_gradient<F>);
+  put(cuda_batch_moments_slot<F>, &composed_batch_moments<F>);
+  put(cuda_batch_normalize_slot<F>, &composed_batch_normalize<F>);
+  install_op<Backend, scaled_deviation_op, F, F, F>();
+}
+
+template <class T>
+void install_one_hot() {
+  put(cuda_one_hot_slot<T, std::int32_t>, &composed_one_hot<T, std::int32_t>);
+  put(cuda_one_hot_slot<T, std::int64_t>, &composed_one_hot<T, std::int64_t>);
+}
+
+// Every slot, and the runtime.
+template <class Backend>
+bool install_all() {
+  cuda_runtime_slot().store(&Backend::runtime(), std::memory_order_release);
+  install_builtin_rows<Backend, float>();
+  install_builtin_rows<Backend, double>();
+  install_builtin_rows<Backend, std::int32_t>();
+  install_builtin_rows<Backend, std::int64_t>();
+  put(cuda_gemm_slot<float>, Backend::template gemm<float>());
+  put(cuda_gemm_slot<double>, Backend::template gemm<double>());
+  install_updates<Backend, float>();
+  install_updates<Backend, double>();
+  install_compositions<Backend, float>();
+  install_compositions<Backend, double>();
+  [&]<class... T>(std::tuple<T...>*) { ((install_reductions<Backend, T>(), install_one_hot<T>()), ...); }(
+      static_cast<element_types*>(nullptr));
+  [&]<class... To>(std::tuple<To...>*) {
+    [&]<class... From>(std::tuple<From...>*) {
+      auto for_target = [&]<class Target>(Target*) { (install_conversion<Backend, Target, From>(), ...); };
+      (for_target(static_cast<To*>(nullptr)), ...);
+    }(static_cast<element_types*>(nullptr));
+  }(static_cast<element_types*>(nullptr));
+  return true;
+}
+
+}  // namespace tandem::detail::device_kernels

@@ -1,0 +1,369 @@
+#pragma once
+// The GPU suite's cases: every op that runs on a GPU, on the device,
+// against the same op on the CPU; gradients, modules and optimizers through
+// device tensors. tests/cuda/device_ops.cu runs them on a GPU (with the
+// CUDA kernels of <tandem/cuda.hpp>); tests/cuda/emulated_device.cpp runs
+// them on every machine against host loops standing for those kernels
+// (support/emulated_device.hpp), which checks everything but the kernels.
+// The including file provides the device first.
+
+#include <doctest/doctest.h>
+
+#include <tuple>
+
+#include "support/check.hpp"
+
+using namespace tandem;
+
+namespace {
+
+const device gpu = device::cuda(0);
+
+template <class T>
+struct gpu_tolerance {
+  // The device's libm (CUDA's exp, erf, tanh...) and the host's round
+  // differently within a few ulp.
+  static constexpr double rel = std::is_same_v<T, float> ? 2e-5 : 1e-12;
+  static constexpr double abs = std::is_same_v<T, float> ? 2e-6 : 1e-13;
+};
+
+// The CPU tensor `base` on the GPU in the layouts of check.hpp: dense, every
+// other element at an odd offset, and transposed.
+template <class T>
+std::vector<std::pair<std::string, tensor<T>>> device_layouts(const tensor<T>& base) {
+  std::vector<std::pair<std::string, tensor<T>>> out{{"contiguous", base.to(gpu)}};
+  if (base.dim() >= 1) {
+    shape wide = base.shape();
+    wide.back() = 2 * wide.back() + 1;
+    tensor<T> buffer = zeros<T>(wide);
+    buffer.slice(-1, 1, {}, 2).assign(base);
+    out.emplace_back("stride 2, odd offset", buffer.to(gpu).slice(-1, 1, {}, 2));
+  }
+  if (base.dim() >= 2) {
+    tensor<T> flipped = base.transpose(0, 1).contiguous();
+    out.emplace_back("transposed", flipped.to(gpu).transpose(0, 1));
+  }
+  return out;
+}
+
+template <class T>
+void check_same(const tensor<T>& on_device, const tensor<T>& on_host, const std::string& context) {
+  INFO(context);
+  CHECK(on_device.device() == gpu);
+  test::check_values(on_device.cpu(), on_host, context, gpu_tolerance<T>::rel, gpu_tolerance<T>::abs);
+}
+
+// Inputs inside every unary op's domain (log, sqrt, rsqrt need x > 0).
+template <class T>
+tensor<T> positive_inputs(const shape& s, std::uint64_t seed) {
+  return test::random_tensor<T>(s, 0.05, 4, seed);
+}
+
+}  // namespace
+
+TEST_CASE("copies to and from the GPU keep every value") {
+  for (std::int64_t n : test::tail_sizes) {
+    tensor<float> x = test::random_tensor<float>({n}, -5, 5, 1);
+    tensor<float> there = x.to(gpu);
+    CHECK(there.device() == gpu);
+    CHECK(there.cpu().to_vector() == x.to_vector());
+    CHECK(there.to(gpu).storage() == there.storage());
+  }
+  tensor<std::int64_t> grid = arange<std::int64_t>(24).reshape({2, 3, 4});
+  CHECK(grid.permute({2, 0, 1}).cuda().cpu().to_vector() == grid.permute({2, 0, 1}).to_vector());
+  CHECK(tensor<double>{2.5}.cuda().item() == 2.5);
+  CHECK(to_string(tensor<float>{{1, 2}, {3, 4}}.cuda()) == "[[1. 2.]\n [3. 4.]]");
+}
+
+TEST_CASE("a GPU that does not exist, or operands on two devices, are errors") {
+  int count = cuda_device_count();
+  CHECK_THROWS_AS(tensor<float>({1}).to(device::cuda(count)), device_error);
+  tensor<float> host{1, 2, 3};
+  CHECK_THROWS_AS(host + host.cuda(), device_error);
+  CHECK_THROWS_WITH_AS(host.cuda().data(),
+                       "tandem: the elements of a tensor on cuda:0 were read on the host by an op that has no cuda:0 "
+                       "kernel; copy the tensor with .cpu() first",
+                       device_error);
+}
+
+TEST_CASE_TEMPLATE("every unary op on the GPU gives the CPU's values", T, float, double) {
+  auto each = [&]<class Op>(Op op) {
+    for (std::int64_t n : test::tail_sizes) {
+      tensor<T> x = std::is_same_v<Op, log_op> || std::is_same_v<Op, sqrt_op> || std::is_same_v<Op, rsqrt_op> ||
+                            std::is_same_v<Op, log1p_op>
+                        ? positive_inputs<T>({n}, 3)
+                        : test::random_tensor<T>({n}, -4, 4, 3);
+      check_same(elementwise(op, x.cuda()), elementwise(op, x), std::string(Op::name) + " of " + std::to_string(n));
+    }
+    tensor<T> grid = positive_inputs<T>({5, 6}, 4);
+    for (auto& [layout, on_device] : device_layouts(grid))
+      check_same(elementwise(op, on_device), elementwise(op, grid), std::string(Op::name) + ", " + layout);
+  };
+  std::apply([&](auto... op) { (each(op), ...); }, detail::builtin_unary_ops{});
+}
+
+TEST_CASE_TEMPLATE("every binary op on the GPU broadcasts like the CPU", T, float, double) {
+  auto each = [&]<class Op>(Op op) {
+    for (std::int64_t n : test::tail_sizes) {
+      tensor<T> a = positive_inputs<T>({n}, 5), b = test::random_tensor<T>({n}, -2, 2, 6);
+      check_same(elementwise(op, a.cuda(), b.cuda()), elementwise(op, a, b),
+                 std::string(Op::name) + " of " + std::to_string(n));
+    }
+    tensor<T> column = positive_inputs<T>({4, 1}, 7), row = test::random_tensor<T>({1, 5}, -2, 2, 8);
+    check_same(elementwise(op, column.cuda(), row.cuda()), elementwise(op, column, row),
+               std::string(Op::name) + ", [4, 1] by [1, 5]");
+    check_same(elementwise(op, column.cuda(), T(1.5)), elementwise(op, column, T(1.5)),
+               std::string(Op::name) + ", tensor by scalar");
+    check_same(elementwise(op, T(0.5), row.cuda()), elementwise(op, T(0.5), row),
+               std::string(Op::name) + ", scalar by tensor");
+    tensor<T> grid = positive_inputs<T>({5, 6}, 9), other = test::random_tensor<T>({5, 6}, -2, 2, 10);
+    for (auto& [layout, on_device] : device_layouts(grid))
+      check_same(elementwise(op, on_device, other.cuda()), elementwise(op, grid, other),
+                 std::string(Op::name) + ", " + layout);
+  };
+  std::apply([&](auto... op) { (each(op), ...); }, detail::builtin_binary_ops{});
+}
+
+TEST_CASE("where, clamp, fill, assign and conversions run on the GPU") {
+  tensor<float> x = test::random_tensor<float>({3, 7}, -3, 3, 11);
+  tensor<float> y = test::random_tensor<float>({7}, -3, 3, 12);
+  check_same(where(x.cuda() > 0, x.cuda(), y.cuda()), where(x > 0, x, y), "where");
+  check_same(clamp(x.cuda(), -1.0f, 1.0f), clamp(x, -1.0f, 1.0f), "clamp");
+  check_same(x.cuda().astype<double>(), x.astype<double>(), "float to double");
+  check_same(x.cuda().astype<std::int32_t>(), x.astype<std::int32_t>(), "float to int32");
+  check_same((x.cuda() > 0).astype<float>(), (x > 0).astype<float>(), "bool to float");
+  tensor<float> target = zeros<float>({3, 7}).cuda();
+  target.slice(1, 1, {}, 2).fill(2.5f);
+  tensor<float> want = zeros<float>({3, 7});
+  want.slice(1, 1, {}, 2).fill(2.5f);
+  check_same(target, want, "fill of a strided view");
+  target.assign(y.cuda());
+  check_same(target, y.expand({3, 7}).contiguous(), "assign with broadcasting");
+  check_same(x.cuda().transpose(0, 1).contiguous(), x.transpose(0, 1).contiguous(), "contiguous of a transpose");
+}
+
+TEST_CASE_TEMPLATE("reductions over any axes on the GPU give the CPU's values", T, float, double, std::int32_t) {
+  for (std::int64_t n : test::tail_sizes) {
+    tensor<T> x = test::random_tensor<T>({n}, -3, 3, 14);
+    check_same(sum(x.cuda()), sum(x), "sum of " + std::to_string(n));
+    check_same(mean(x.cuda()), mean(x), "mean of " + std::to_string(n));
+    if (n > 0) {
+      check_same(max(x.cuda()), max(x), "max of " + std::to_string(n));
+      check_same(min(x.cuda()), min(x), "min of " + std::to_string(n));
+    }
+  }
+  tensor<T> grid = test::random_tensor<T>({3, 4, 5, 6}, -2, 2, 15);
+  const std::vector<std::vector<std::int64_t>> axis_sets{{0}, {1}, {3}, {0, 2}, {1, 3}, {0, 1, 2, 3}, {-1, 0}};
+  for (const auto& set : axis_sets) {
+    axes ax(std::span<const std::int64_t>(set.data(), set.size()));
+    for (bool keep : {false, true}) {
+      std::string context = "axes " + to_string(std::span<const std::int64_t>(set.data(), set.size())) +
+                            (keep ? ", kept" : "");
+      check_same(sum(grid.cuda(), ax, keep), sum(grid, ax, keep), "sum, " + context);
+      check_same(mean(grid.cuda(), ax, keep), mean(grid, ax, keep), "mean, " + context);
+      check_same(prod(grid.cuda(), ax, keep), prod(grid, ax, keep), "prod, " + context);
+      check_same(max(grid.cuda(), ax, keep), max(grid, ax, keep), "max, " + context);
+      check_same(min(grid.cuda(), ax, keep), min(grid, ax, keep), "min, " + context);
+    }
+  }
+  tensor<T> matrix = test::random_tensor<T>({6, 7}, -2, 2, 16);
+  for (auto& [layout, on_device] : device_layouts(matrix)) {
+    check_same(sum(on_device, 0), sum(matrix, 0), "sum over rows, " + layout);
+    check_same(sum(on_device, 1), sum(matrix, 1), "sum over columns, " + layout);
+  }
+  check_same(sum(matrix.cuda().expand({3, 6, 7}), 0), sum(matrix.expand({3, 6, 7}), 0), "sum of a broadcast view");
+}
+
+TEST_CASE_TEMPLATE("matmul on the GPU: every layout, batches that broadcast, vectors", T, float, double) {
+  const double rel = std::is_same_v<T, float> ? 1e-4 : 1e-11;
+  for (auto [m, k, n] : {std::tuple{1, 1, 1}, {7, 17, 5}, {33, 1, 9}, {64, 128, 32}, {3, 0, 4}, {0, 5, 2}}) {
+    tensor<T> a = test::random_tensor<T>({m, k}, -1, 1, 17), b = test::random_tensor<T>({k, n}, -1, 1, 18);
+    for (auto& [a_layout, a_device] : device_layouts(a))
+      for (auto& [b_layout, b_device] : device_layouts(b))
+        test::check_values(matmul(a_device, b_device).cpu(), matmul(a, b), a_layout + " by " + b_layout, rel, rel);
+  }
+  tensor<T> batched = test::random_tensor<T>({2, 1, 4, 6}, -1, 1, 19), shared = test::random_tensor<T>({3, 6, 5}, -1, 1, 20);
+  test::check_values(matmul(batched.cuda(), shared.cuda()).cpu(), matmul(batched, shared), "broadcast batches", rel, rel);
+  tensor<T> v = test::random_tensor<T>({6}, -1, 1, 21);
+  test::check_values(matmul(v.cuda(), shared.cuda()).cpu(), matmul(v, shared), "vector by batch", rel, rel);
+  test::check_values(matmul(shared.cuda(), test::random_tensor<T>({5}, -1, 1, 22).cuda()).cpu(),
+                     matmul(shared, test::random_tensor<T>({5}, -1, 1, 22)), "batch by vector", rel, rel);
+  test::check_values(matmul(v.cuda(), v.cuda()).cpu(), matmul(v, v), "dot", rel, rel);
+}
+
+TEST_CASE_TEMPLATE("softmax, log_softmax, one_hot and cross-entropy on the GPU", T, float, double) {
+  tensor<T> logits = test::random_tensor<T>({5, 7}, -6, 6, 25);
+  for (std::int64_t axis : {0, 1, -1}) {
+    check_same(softmax(logits.cuda(), axis), softmax(logits, axis), "softmax along " + std::to_string(axis));
+    check_same(log_softmax(logits.cuda(), axis), log_softmax(logits, axis), "log_softmax along " + std::to_string(axis));
+  }
+  tensor<std::int64_t> target{0, 6, 3, 3, 1};
+  check_same(one_hot<T>(target.cuda(), 7), one_hot<T>(target, 7), "one_hot");
+  for (reduction how : {reduction::mean, reduction::sum, reduction::none})
+    check_same(cross_entropy(logits.cuda(), target.cuda(), how), cross_entropy(logits, target, how), "cross_entropy");
+  CHECK_THROWS_AS(cross_entropy(logits.cuda(), tensor<std::int64_t>{0, 7, 0, 0, 0}.cuda()), index_error);
+  CHECK_THROWS_AS(cross_entropy(logits.cuda(), target), device_error);
+
+  tensor<T> leaf = logits.cuda().set_requires_grad();
+  cross_entropy(leaf, target.cuda()).backward();
+  tensor<T> host_leaf = logits.detach().set_requires_grad();
+  cross_entropy(host_leaf, target).backward();
+  check_same(leaf.grad(), host_leaf.grad(), "gradient of cross_entropy");
+}
+
+TEST_CASE_TEMPLATE("conv2d, pooling and batch normalization on the GPU, with their gradients", T, float, double) {
+  // cuBLAS sums a product's terms in another order than the host's GEMM.
+  const double rel = std::is_same_v<T, float> ? 1e-4 : 1e-11, abs = std::is_same_v<T, float> ? 1e-5 : 1e-12;
+  auto close_on_host = [&](const tensor<T>& on_device, const tensor<T>& on_host, const std::string& context) {
+    INFO(context);
+    CHECK(on_device.device() == gpu);
+    test::check_values(on_device.cpu(), on_host, context, rel, abs);
+  };
+  tensor<T> x = test::random_tensor<T>({2, 4, 9, 8}, -1, 1, 30);
+  tensor<T> w = test::random_tensor<T>({6, 2, 3, 3}, -1, 1, 31);
+  tensor<T> bias = test::random_tensor<T>({6}, -1, 1, 32);
+  const conv2d_options o{.stride = {2, 1}, .padding = {1, 1}, .groups = 2};
+  tensor<T> hx = x.detach().set_requires_grad(), hw = w.detach().set_requires_grad(), hb = bias.detach().set_requires_grad();
+  tensor<T> dx = x.cuda().set_requires_grad(), dw = w.cuda().set_requires_grad(), db = bias.cuda().set_requires_grad();
+  tensor<T> host_out = conv2d(hx, hw, hb, o), device_out = conv2d(dx, dw, db, o);
+  close_on_host(device_out, host_out, "conv2d");
+  sum(square(host_out)).backward();
+  sum(square(device_out)).backward();
+  close_on_host(dx.grad(), hx.grad(), "conv2d's input gradient");
+  close_on_host(dw.grad(), hw.grad(), "conv2d's kernel gradient");
+  close_on_host(db.grad(), hb.grad(), "conv2d's bias gradient");
+
+  for (const pool2d_options& p : {pool2d_options{}, pool2d_options{.kernel = {3, 3}, .stride = {1, 1}, .padding = {1, 1}}}) {
+    tensor<T> hp = x.detach().set_requires_grad(), dp = x.cuda().set_requires_grad();
+    tensor<T> host_max = max_pool2d(hp, p), device_max = max_pool2d(dp, p);
+    close_on_host(device_max, host_max, "max_pool2d");
+    tensor<T> host_avg = avg_pool2d(hp, p), device_avg = avg_pool2d(dp, p);
+    close_on_host(device_avg, host_avg, "avg_pool2d");
+    sum(square(host_max) + host_avg * 3).backward();
+    sum(square(device_max) + device_avg * 3).backward();
+    close_on_host(dp.grad(), hp.grad(), "pooling's gradients");
+  }
+
+  tensor<T> weight = test::random_tensor<T>({4}, 0.5, 2, 33), shift = test::random_tensor<T>({4}, -1, 1, 34);
+  tensor<T> hn = x.detach().set_requires_grad(), dn = x.cuda().set_requires_grad();
+  tensor<T> host_mean, host_var, device_mean, device_var;
+  tensor<T> host_norm = batch_normalize(hn, weight, shift, 1e-5, &host_mean, &host_var);
+  tensor<T> device_norm = batch_normalize(dn, weight.cuda(), shift.cuda(), 1e-5, &device_mean, &device_var);
+  close_on_host(device_norm, host_norm, "batch_normalize");
+  close_on_host(device_mean, host_mean, "batch_normalize's mean");
+  close_on_host(device_var, host_var, "batch_normalize's variance");
+  sum(square(host_norm) * host_norm).backward();
+  sum(square(device_norm) * device_norm).backward();
+  close_on_host(dn.grad(), hn.grad(), "batch_normalize's input gradient");
+  close_on_host(batch_variance(x.cuda()), batch_variance(x), "batch_variance");
+}
+
+namespace {
+// Convolution, batch norm, relu, pooling and a linear layer: the CNN's ops.
+struct small_cnn : nn::module<small_cnn> {
+  nn::conv2d<float> conv;
+  nn::batch_norm2d<float> norm{4};
+  nn::max_pool2d pool;
+  nn::linear<float> out;
+  explicit small_cnn(generator& gen) : conv(1, 4, {3, 3}, gen, {.padding = {1, 1}}, false), out(4 * 4 * 4, 3, gen) {
+    register_module("conv", conv);
+    register_module("norm", norm);
+    register_module("out", out);
+  }
+  auto forward(const auto& images) const {
+    return out(flatten(pool(relu(norm(conv(images)))), 1));
+  }
+};
+}  // namespace
+
+TEST_CASE("a CNN moved to the GPU trains as it does on the host") {
+  generator host_gen(35), gpu_gen(35);
+  small_cnn host_model(host_gen), gpu_model(gpu_gen);
+  gpu_model.to(gpu);
+  tensor<float> images = test::random_tensor<float>({5, 1, 8, 8}, -1, 1, 36);
+  tensor<std::int64_t> labels{0, 2, 1, 1, 0};
+  nn::adam host_adam(host_model.named_parameters(), {.lr = 0.01});
+  nn::adam gpu_adam(gpu_model.named_parameters(), {.lr = 0.01});
+  for (int step = 0; step < 3; ++step) {
+    host_model.zero_grad();
+    gpu_model.zero_grad();
+    cross_entropy(host_model(images), labels).backward();
+    cross_entropy(gpu_model(images.cuda()), labels.cuda()).backward();
+    host_adam.step();
+    gpu_adam.step();
+  }
+  test::check_values(gpu_model.conv.weight.cpu(), host_model.conv.weight, "conv weights after 3 Adam steps", 1e-4, 1e-5);
+  test::check_values(gpu_model.norm.running_var.cpu(), host_model.norm.running_var, "running variance", 1e-4, 1e-5);
+}
+
+TEST_CASE("a module moved to the GPU runs forward and backward there") {
+  generator gen(26);
+  nn::linear<float> layer(6, 4, gen);
+  tensor<float> x = test::random_tensor<float>({3, 6}, -1, 1, 27);
+  tensor<float> host_out = layer(x);
+  sum(square(host_out)).backward();
+  tensor<float> host_grad = layer.weight.grad();
+  layer.zero_grad();
+  layer.to(gpu);
+  CHECK(layer.weight.device() == gpu);
+  tensor<float> out = layer(x.cuda());
+  check_same(out, host_out, "linear forward");
+  sum(square(out)).backward();
+  check_same(layer.weight.grad(), host_grad, "linear weight gradient");
+}
+
+TEST_CASE("optimizers update GPU parameters as they update host ones") {
+  generator gen(28);
+  nn::linear<float> host_layer(5, 3, gen);
+  nn::linear<float> gpu_layer = host_layer;
+  gpu_layer.to(gpu);
+  tensor<float> x = test::random_tensor<float>({4, 5}, -1, 1, 29);
+  nn::adam host_adam(host_layer.named_parameters(), {.lr = 0.01, .weight_decay = 0.1});
+  nn::adam gpu_adam(gpu_layer.named_parameters(), {.lr = 0.01, .weight_decay = 0.1});
+  for (int step = 0; step < 3; ++step) {
+    host_layer.zero_grad();
+    gpu_layer.zero_grad();
+    sum(square(host_layer(x))).backward();
+    sum(square(gpu_layer(x.cuda()))).backward();
+    host_adam.step();
+    gpu_adam.step();
+  }
+  check_same(gpu_layer.weight, host_layer.weight, "Adam, 3 steps");
+  nn::sgd host_sgd(host_layer.named_parameters(), {.lr = 0.1, .momentum = 0.9, .nesterov = true});
+  nn::sgd gpu_sgd(gpu_layer.named_parameters(), {.lr = 0.1, .momentum = 0.9, .nesterov = true});
+  for (int step = 0; step < 2; ++step) {
+    host_layer.zero_grad();
+    gpu_layer.zero_grad();
+    sum(square(host_layer(x))).backward();
+    sum(square(gpu_layer(x.cuda()))).backward();
+    host_sgd.step();
+    gpu_sgd.step();
+  }
+  check_same(gpu_layer.bias, host_layer.bias, "SGD with Nesterov momentum, 2 steps");
+}
+
+TEST_CASE("gradients of a small network's loss flow on the GPU") {
+  tensor<double> w = test::random_tensor<double>({6, 3}, -1, 1, 23);
+  tensor<double> x = test::random_tensor<double>({4, 6}, -1, 1, 24);
+  auto loss = [&](const tensor<double>& weight, const tensor<double>& input) {
+    return mean(square(tanh(matmul(input, weight)) - 0.5));
+  };
+  auto [host_value, host_grad] = value_and_grad(loss)(w, x);
+  auto [device_value, device_grad] = value_and_grad(loss)(w.cuda(), x.cuda());
+  CHECK(device_grad.device() == gpu);
+  CHECK(device_value.item() == doctest::Approx(host_value.item()).epsilon(1e-12));
+  test::check_values(device_grad.cpu(), host_grad, "gradient of the loss", 1e-11, 1e-12);
+}
+
+TEST_CASE("gradients of elementwise ops flow on the GPU and back through to()") {
+  tensor<double> x = test::random_tensor<double>({9}, -2, 2, 13).set_requires_grad();
+  auto f = [](const tensor<double>& t) { return exp(t) * t + sigmoid(t) * 3; };
+  tensor<double> on_device = x.cuda();
+  tensor<double> y = f(on_device);
+  y.backward(ones<double>({9}).cuda());
+  tensor<double> host_x = x.detach().set_requires_grad();
+  f(host_x).backward(ones<double>({9}));
+  CHECK(x.grad().device() == device::cpu);
+  test::check_values(x.grad(), host_x.grad(), "gradient through the GPU", 1e-12, 1e-13);
+}
+

@@ -1,0 +1,137 @@
+#pragma once
+// An emulated GPU for tests: "cuda:0" in host memory (the stand-in runtime)
+// with every slot that <tandem/cuda.hpp> fills filled by plain host loops
+// over the same op structs and the same arguments (kernels/cuda/install.hpp
+// lists them). With it, a g++ test program runs the host side of every GPU
+// path (which slot is asked for, with which shapes, strides and offsets,
+// what is recorded for autograd) on every machine; the CUDA kernels
+// themselves run in tests/cuda where a GPU is.
+//
+// Installing it fills the program's slots for good: a program that
+// includes this header has no other use for them.
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "support/stand_in_device.hpp"
+#include "tandem/kernels/cuda/install.hpp"
+
+namespace tandem::test {
+
+// Visits every index of `extents` in row-major order.
+template <class F>
+void for_each_position(const shape& extents, F&& visit) {
+  const std::int64_t count = numel(extents);
+  std::vector<std::int64_t> index(extents.size(), 0);
+  for (std::int64_t i = 0; i < count; ++i) {
+    visit(index);
+    for (std::size_t axis = extents.size(); axis-- > 0;) {
+      if (++index[axis] < extents[axis]) break;
+      index[axis] = 0;
+    }
+  }
+}
+
+inline std::int64_t offset_of(const std::vector<std::int64_t>& index, const detail::dims& strides) {
+  std::int64_t offset = 0;
+  for (std::size_t axis = 0; axis < index.size(); ++axis) offset += index[axis] * strides[axis];
+  return offset;
+}
+
+template <class T>
+T read_operand(const detail::device_operand<T>& in, const std::vector<std::int64_t>& index) {
+  return in.data ? in.data[offset_of(index, in.strides)] : in.scalar;
+}
+
+struct emulated_backend {
+  template <class R, class C, class Op, class... In>
+  static void elementwise_loop(const Op& op, int, const shape& out_shape, R* out, const detail::dims& out_strides,
+                               const detail::device_operand<In>&... in) {
+    for_each_position(out_shape, [&](const std::vector<std::int64_t>& index) {
+      out[offset_of(index, out_strides)] = static_cast<R>(op(static_cast<C>(read_operand(in, index))...));
+    });
+  }
+  template <class R, class C, class Op, class... In>
+  static detail::cuda_elementwise_kernel<R, C, Op, In...> elementwise() {
+    return &elementwise_loop<R, C, Op, In...>;
+  }
+
+  // In the CUDA kernel's order: `threads` strided partial folds, then
+  // halving (kernels/cuda/reduce.hpp), so a float sum rounds as it does there.
+  template <class A, class R, class T, class Reducer>
+  static void reduce_loop(const Reducer& reducer, int, const T* in, const shape& kept_shape,
+                          const detail::dims& kept_strides, const shape& reduced_shape,
+                          const detail::dims& reduced_strides, R* out, bool divide, const char*) {
+    const std::int64_t length = numel(reduced_shape);
+    std::int64_t threads = 32;
+    while (threads < 256 && threads < length) threads *= 2;
+    std::vector<const T*> elements;
+    std::int64_t o = 0;
+    for_each_position(kept_shape, [&](const std::vector<std::int64_t>& kept) {
+      const T* base = in + offset_of(kept, kept_strides);
+      elements.clear();
+      for_each_position(reduced_shape, [&](const std::vector<std::int64_t>& reduced) {
+        elements.push_back(base + offset_of(reduced, reduced_strides));
+      });
+      std::unique_ptr<A[]> partial(new A[static_cast<std::size_t>(threads)]);
+      std::fill_n(partial.get(), threads, Reducer::template identity<A>());
+      for (std::int64_t j = 0; j < length; ++j)
+        partial[static_cast<std::size_t>(j % threads)] =
+            reducer(partial[static_cast<std::size_t>(j % threads)], static_cast<A>(*elements[static_cast<std::size_t>(j)]));
+      for (std::int64_t half = threads / 2; half > 0; half /= 2)
+        for (std::int64_t t = 0; t < half; ++t)
+          partial[static_cast<std::size_t>(t)] =
+              reducer(partial[static_cast<std::size_t>(t)], partial[static_cast<std::size_t>(t + half)]);
+      out[o++] = static_cast<R>(divide ? partial[0] / static_cast<A>(length) : partial[0]);
+    });
+  }
+  template <class A, class R, class T, class Reducer>
+  static detail::cuda_reduce_kernel<A, R, T, Reducer> reduce() {
+    return &reduce_loop<A, R, T, Reducer>;
+  }
+
+  template <class T>
+  static void gemm_loop(int, const detail::gemm_batch<T>& work) {
+    for (std::size_t batch = 0; batch < work.a_offsets.size(); ++batch) {
+      const T* a = work.a + work.a_offsets[batch];
+      const T* b = work.b + work.b_offsets[batch];
+      T* c = work.c + static_cast<std::int64_t>(batch) * work.m * work.n;
+      for (std::int64_t i = 0; i < work.m; ++i)
+        for (std::int64_t j = 0; j < work.n; ++j) {
+          T total = 0;
+          for (std::int64_t p = 0; p < work.k; ++p)
+            total += a[i * work.a_row_step + p * work.a_column_step] * b[p * work.b_row_step + j * work.b_column_step];
+          c[i * work.n + j] = total;
+        }
+    }
+  }
+  template <class T>
+  static detail::cuda_gemm_kernel<T> gemm() {
+    return &gemm_loop<T>;
+  }
+
+  template <class T, std::size_t S, class Op>
+  static void update_loop(const Op& op, int, std::int64_t count, const std::array<T*, 1 + S>& out, const T* parameter,
+                          const T* gradient, const std::array<const T*, S>& state) {
+    for (std::int64_t i = 0; i < count; ++i) {
+      const std::array<T, 1 + S> next = [&]<std::size_t... K>(std::index_sequence<K...>) {
+        return op(parameter[i], gradient[i], state[K][i]...);
+      }(std::make_index_sequence<S>{});
+      for (std::size_t k = 0; k < 1 + S; ++k) out[k][i] = next[k];
+    }
+  }
+  template <class T, std::size_t S, class Op>
+  static detail::cuda_update_kernel<T, S, Op> update() {
+    return &update_loop<T, S, Op>;
+  }
+
+  static const detail::device_runtime& runtime() { return stand_in_runtime(); }
+};
+
+// Fills every slot once, at the program's start.
+inline const bool emulated_device_installed = detail::device_kernels::install_all<emulated_backend>();
+
+}  // namespace tandem::test
