@@ -49,6 +49,10 @@ struct cuda_backend {
   static cuda_update_kernel<T, S, Op> update() {
     return &launch_update<T, S, Op>;
   }
+  template <class R, class C, class Op, std::size_t M, class... In>
+  static cuda_elementwise_outputs_kernel<R, C, Op, M, In...> elementwise_outputs() {
+    return &launch_elementwise_outputs<R, C, Op, M, In...>;
+  }
   static const device_runtime& runtime() { return cuda::runtime(); }
 };
 
@@ -65,6 +69,24 @@ namespace cuda {
 template <class Op, class... In>
 void compile_elementwise() {
   detail::device_kernels::install_op<detail::cuda::cuda_backend, Op, In...>();
+}
+
+// Compiles a static graph's fused kernels for the GPU, for arguments of the
+// types of `a` (their values and devices do not matter): each fusion group
+// becomes one kernel forward and one backward, built from the same
+// compile-time group structs as the host's loops. From then on, the graph
+// called on GPU tensors of those types runs them (without this, it runs
+// its function eagerly on the device). Graphs with cond, while_loop or
+// scan are refused at compile time.
+template <class F, class... A>
+void compile(const static_graph<F>&, const A&...) {
+  detail::device_kernels::install_graph<detail::cuda::cuda_backend, F, A...>();
+}
+
+// A training step under jit (nn::train_step): its graph.
+template <class Loss, class... A>
+void compile(const nn::train_step<Loss>& step, const A&... a) {
+  compile(step.graph(), a...);
 }
 
 }  // namespace cuda

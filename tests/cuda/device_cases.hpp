@@ -5,7 +5,8 @@
 // CUDA kernels of <tandem/cuda.hpp>); tests/cuda/emulated_device.cpp runs
 // them on every machine against host loops standing for those kernels
 // (support/emulated_device.hpp), which checks everything but the kernels.
-// The including file provides the device first.
+// The including file provides the device first, and compile_graph(graph,
+// arguments...), which compiles a static graph's kernels for it.
 
 #include <doctest/doctest.h>
 
@@ -367,3 +368,62 @@ TEST_CASE("gradients of elementwise ops flow on the GPU and back through to()") 
   test::check_values(x.grad(), host_x.grad(), "gradient through the GPU", 1e-12, 1e-13);
 }
 
+
+namespace {
+
+bool planned_on_gpu(const plan_statistics& statistics) {
+  for (const std::string& s : statistics.signatures)
+    if (s.find("@cuda:0") != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("a static graph on the GPU runs its fused kernels, forward and backward", T, float, double) {
+  auto chain = jit([](const auto& x, const auto& y) {
+    auto a = x + x;
+    auto b = a * y;
+    return square(tanh(b * T(0.5) + T(1)) * x - T(0.25));
+  });
+  auto loss = jit([](const auto& x, const auto& y) { return sum(tanh(x * y + x) * y); });
+  tensor<T> x = test::random_tensor<T>({5, 7}, -1, 1, 40), y = test::random_tensor<T>({7}, -1, 1, 41);
+  // Not compiled for the GPU: the function eagerly, on the device.
+  check_same(chain(x.cuda(), y.cuda()), chain(x, y), "the chain, eagerly on the GPU");
+  CHECK_FALSE(planned_on_gpu(chain.statistics()));
+
+  compile_graph(chain, x, y);
+  compile_graph(loss, x, y);
+  check_same(chain(x.cuda(), y.cuda()), chain(x, y), "the chain's fused kernel");
+  CHECK(planned_on_gpu(chain.statistics()));
+  // A broadcast view: the kernel reads operands through their strides.
+  tensor<T> wide = test::random_tensor<T>({7, 5}, -1, 1, 42);
+  check_same(chain(wide.cuda().transpose(0, 1), y.cuda()), chain(wide.transpose(0, 1), y), "a transposed operand");
+
+  auto [host_dx, host_dy] = grad(loss, all_args)(x, y);
+  auto [dx, dy] = grad(loss, all_args)(x.cuda(), y.cuda());
+  check_same(dx, host_dx, "the fused backward's gradient of x");
+  check_same(dy, host_dy, "the fused backward's gradient of y (summed over the broadcast axis)");
+  CHECK(planned_on_gpu(loss.statistics()));
+}
+
+TEST_CASE("a jit training step runs as one static graph on the GPU") {
+  generator host_gen(43), gpu_gen(43);
+  nn::linear<float> host_layer(6, 4, host_gen), gpu_layer(6, 4, gpu_gen);
+  gpu_layer.to(gpu);
+  nn::sgd host_sgd(host_layer.named_parameters(), {.lr = 0.1, .momentum = 0.9});
+  nn::sgd gpu_sgd(gpu_layer.named_parameters(), {.lr = 0.1, .momentum = 0.9});
+  auto host_step = jit(nn::train_step(
+      [&](const auto& x, const auto& t) { return mean(square(relu(host_layer(x)) - t)); }, host_sgd));
+  auto gpu_step = jit(nn::train_step(
+      [&](const auto& x, const auto& t) { return mean(square(relu(gpu_layer(x)) - t)); }, gpu_sgd));
+  tensor<float> x = test::random_tensor<float>({8, 6}, -1, 1, 44), t = test::random_tensor<float>({8, 4}, 0, 1, 45);
+  compile_graph(gpu_step, x, t);
+  for (int step = 0; step < 3; ++step) {
+    float host_loss = host_step(x, t).item();
+    float gpu_loss = gpu_step(x.cuda(), t.cuda()).item();
+    CHECK(gpu_loss == doctest::Approx(host_loss).epsilon(1e-5));
+  }
+  CHECK(planned_on_gpu(gpu_step.graph().statistics()));
+  test::check_values(gpu_layer.weight.cpu(), host_layer.weight, "weights after 3 steps", 1e-5, 1e-6);
+  test::check_values(gpu_layer.bias.cpu(), host_layer.bias, "bias after 3 steps", 1e-5, 1e-6);
+}

@@ -10,6 +10,15 @@
 
 #include <cstdio>
 
+namespace {
+
+template <class Graph, class... A>
+void compile_graph(const Graph& graph, const A&... a) {
+  tandem::cuda::compile(graph, a...);
+}
+
+}  // namespace
+
 #include "cuda/device_cases.hpp"
 
 TEST_CASE("the caching allocator reuses freed blocks and counts") {

@@ -7,6 +7,20 @@
 
 #include "support/emulated_device.hpp"
 
+namespace {
+
+// tandem::cuda::compile's work, with the emulated kernels.
+template <class F, class... A>
+void compile_graph(const tandem::static_graph<F>&, const A&...) {
+  tandem::detail::device_kernels::install_graph<tandem::test::emulated_backend, F, A...>();
+}
+template <class Loss, class... A>
+void compile_graph(const tandem::nn::train_step<Loss>& step, const A&... a) {
+  compile_graph(step.graph(), a...);
+}
+
+}  // namespace
+
 #include "cuda/device_cases.hpp"
 
 TEST_CASE("the emulated GPU stands in for a CUDA build") {

@@ -126,7 +126,7 @@ TEST_CASE("a unit-seeded fused reduction runs its backward in its forward pass, 
   test::check_values(grad(jit(just_columns))(x), grad(just_columns)(x), "a unit-seeded column reduction");
 
   auto root = jit(loss).trace(x, y);
-  using exec = detail::executor<decltype(root), std::tuple<const tensor<double>&, const tensor<double>&>>;
+  using exec = detail::executor<decltype(root), std::tuple<const tensor<double>&, const tensor<double>&>, false>;
   std::tuple<const tensor<double>&, const tensor<double>&> inputs{x, y};
   const auto& output = detail::operand_at<0>(root.children);
   exec seeded_run(inputs, true, detail::key_of(output));
@@ -161,7 +161,7 @@ TEST_CASE("grad reads no value: a unit-seeded reduction's backward runs alone an
   test::check_values(aux, sum(x), "the auxiliary output");
 
   auto root = jit(total).trace(x, y);
-  using exec = detail::executor<decltype(root), std::tuple<const tensor<double>&, const tensor<double>&>>;
+  using exec = detail::executor<decltype(root), std::tuple<const tensor<double>&, const tensor<double>&>, false>;
   std::tuple<const tensor<double>&, const tensor<double>&> inputs{x, y};
   const auto& output = detail::operand_at<0>(root.children);
   exec unread(inputs, true, detail::key_of(output), false);

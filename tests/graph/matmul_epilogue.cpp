@@ -38,7 +38,7 @@ std::vector<double> dense_relu_reference(const tensor<float>& x, const tensor<fl
 template <class F, class... A>
 detail::run_counters counters_of(F f, const A&... a) {
   auto root = f.trace(a...);
-  using exec = detail::executor<decltype(root), std::tuple<const A&...>>;
+  using exec = detail::executor<decltype(root), std::tuple<const A&...>, false>;
   std::tuple<const A&...> inputs{a...};
   exec run(inputs, false);
   detail::apply_operands([&](const auto&... out) { (run.value(out), ...); }, root.children);

@@ -59,6 +59,20 @@ struct emulated_backend {
     return &elementwise_loop<R, C, Op, In...>;
   }
 
+  template <class R, class C, class Op, std::size_t M, class... In>
+  static void elementwise_outputs_loop(const Op& op, int, const shape& out_shape, const std::array<R*, M>& out,
+                                       const detail::dims& out_strides, const detail::device_operand<In>&... in) {
+    for_each_position(out_shape, [&](const std::vector<std::int64_t>& index) {
+      const auto values = op(static_cast<C>(read_operand(in, index))...);
+      const std::int64_t o = offset_of(index, out_strides);
+      for (std::size_t k = 0; k < M; ++k) out[k][o] = static_cast<R>(values[k]);
+    });
+  }
+  template <class R, class C, class Op, std::size_t M, class... In>
+  static detail::cuda_elementwise_outputs_kernel<R, C, Op, M, In...> elementwise_outputs() {
+    return &elementwise_outputs_loop<R, C, Op, M, In...>;
+  }
+
   // In the CUDA kernel's order: `threads` strided partial folds, then
   // halving (kernels/cuda/reduce.hpp), so a float sum rounds as it does there.
   template <class A, class R, class T, class Reducer>

@@ -11,4 +11,5 @@
 #include "tandem/graph/execute/executor.hpp"
 #include "tandem/graph/execute/group.hpp"
 #include "tandem/graph/execute/group_backward.hpp"
+#include "tandem/graph/execute/on_device.hpp"
 #include "tandem/graph/execute/summation.hpp"

@@ -171,7 +171,7 @@ struct value_then_adjoints {
   Kernel kernel;
   typename Kernel::compute_type seed;
   template <class V, class... Rest>
-  TANDEM_ALWAYS_INLINE std::array<V, 1 + sizeof...(I)> operator()(const V& first, const Rest&... rest) const {
+  TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE std::array<V, 1 + sizeof...(I)> operator()(const V& first, const Rest&... rest) const {
     using C = typename Kernel::compute_type;
     auto both = kernel.value_and_adjoints(V(C(1)), std::array<V, 1 + sizeof...(Rest)>{first, rest...});
     return {both.value, both.adjoints[I] * V(seed)...};
@@ -184,7 +184,7 @@ struct gather_adjoints {
   static constexpr bool vectorizable = Kernel::vectorizable, flatten = true;
   Kernel kernel;
   template <class V, class... In>
-  TANDEM_ALWAYS_INLINE std::array<V, sizeof...(I)> operator()(const V& g, const In&... in) const {
+  TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE std::array<V, sizeof...(I)> operator()(const V& g, const In&... in) const {
     std::array<V, sizeof...(In)> all = kernel.adjoints(g, std::array<V, sizeof...(In)>{in...});
     return {all[I]...};
   }

@@ -24,10 +24,11 @@ TANDEM_LIBRARY_FUNCTION std::string describe(const signature& s) {
       continue;
     }
     text += dtype_name(static_cast<dtype>(s.words[i]));
-    std::size_t rank = static_cast<std::size_t>(s.words[i + 1]);
-    text += to_string(shape(std::span<const std::int64_t>(s.words.data() + i + 2, rank)));
-    text += "@cpu";
-    i += 2 + rank;
+    const std::int64_t place = s.words[i + 1];
+    std::size_t rank = static_cast<std::size_t>(s.words[i + 2]);
+    text += to_string(shape(std::span<const std::int64_t>(s.words.data() + i + 3, rank)));
+    text += "@" + to_string(place < 0 ? device::cpu : device::cuda(static_cast<int>(place)));
+    i += 3 + rank;
   }
   return text;
 }

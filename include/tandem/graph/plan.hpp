@@ -60,10 +60,15 @@ struct signature_hash {
 
 inline constexpr std::int64_t scalar_mark = -1;
 
+// A tensor's device in its signature: plans are per device, as a graph
+// runs differently on each.
+inline std::int64_t device_word(device d) { return d.is_cpu() ? -1 : d.index(); }
+
 template <class X>
 void add_argument(signature& s, const X& x) {
   if constexpr (is_tensor_v<X>) {
     s.words.push_back(static_cast<std::int64_t>(dtype_of<typename X::value_type>));
+    s.words.push_back(device_word(x.device()));
     s.words.push_back(static_cast<std::int64_t>(x.shape().size()));
     for (std::int64_t extent : x.shape()) s.words.push_back(extent);
   } else {
@@ -88,7 +93,7 @@ bool is_signature_of(const signature& s, const A&... a) {
   auto matches = [&](const auto& x) {
     if constexpr (is_tensor_v<std::decay_t<decltype(x)>>) {
       if (!next_is(static_cast<std::int64_t>(dtype_of<typename std::decay_t<decltype(x)>::value_type>)) ||
-          !next_is(static_cast<std::int64_t>(x.shape().size())))
+          !next_is(device_word(x.device())) || !next_is(static_cast<std::int64_t>(x.shape().size())))
         return false;
       for (std::int64_t extent : x.shape())
         if (!next_is(extent)) return false;

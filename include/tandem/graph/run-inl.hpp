@@ -18,8 +18,8 @@ namespace tandem::detail {
 
 template <class T>
 void accumulate_gradient(tensor<T>& sum, const tensor<T>& g) {
-  if (sum.storage().use_count() == 1 && sum.is_contiguous() && !sum.requires_grad() && sum.shape() == g.shape() &&
-      g.is_contiguous())
+  if (sum.device().is_cpu() && g.device().is_cpu() && sum.storage().use_count() == 1 && sum.is_contiguous() &&
+      !sum.requires_grad() && sum.shape() == g.shape() && g.is_contiguous())
     elementwise_flat<T, T>(add_op{}, sum.numel(), sum.data(), flat_operand<T>{sum.data(), 1},
                            flat_operand<T>{g.data(), 1});
   else

@@ -101,7 +101,8 @@ class captured_gradients {
     std::optional<tensor<T>> total;
     for (const auto& [key, value] : captured_) {
       const auto* same = std::get_if<tensor<T>>(&value);
-      if (!same || !same->is_leaf() || same->data() != t.data() || same->shape() != t.shape() ||
+      if (!same || !same->is_leaf() || same->device() != t.device() || same->device_data() != t.device_data() ||
+          same->shape() != t.shape() ||
           !std::ranges::equal(same->strides(), t.strides()))
         continue;
       const any_tensor* g = run_->gradient(key);

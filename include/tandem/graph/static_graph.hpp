@@ -8,6 +8,7 @@
 // eager graph whose backward is the graph's fused backward.
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -38,10 +39,11 @@ auto symbol_for(const A& a) {
 
 }  // namespace detail
 
+template <class F>
+class static_graph;
+
 namespace detail {
-// Static graphs compile for the host. On GPU tensors a graph's function
-// runs eagerly instead, op by op on the device, with the same values and
-// gradients, until the fused groups are launched as CUDA kernels.
+
 template <class A>
 bool on_gpu(const A& a) {
   if constexpr (is_tensor_v<A>) return !a.device().is_cpu();
@@ -51,6 +53,26 @@ template <class... A>
 bool any_on_gpu(const A&... a) {
   return (on_gpu(a) || ...);
 }
+
+template <class F, class... A>
+using eager_result_t = decltype(std::declval<const F&>()(std::declval<const A&>()...));
+
+// A static graph's runs on a GPU, for arguments of types A: a call (its
+// first output seeded with ones right after, or not) and a training step.
+// A program's nvcc unit fills them (tandem::cuda::compile,
+// kernels/cuda/graph.hpp); while they are empty, the graph's function runs
+// eagerly on the device, op by op, with the same values and gradients.
+template <class F, class... A>
+inline std::atomic<eager_result_t<F, A...> (*)(const static_graph<F>& graph, bool unit_seed, const A&... a)>
+    cuda_graph_slot{nullptr};
+template <class F, class... A>
+inline std::atomic<std::pair<eager_result_t<F, A...>, captured_gradients> (*)(const static_graph<F>& graph,
+                                                                               const A&... a)>
+    cuda_training_slot{nullptr};
+
+template <class F, class... A>
+struct gpu_graph_entry;
+
 }  // namespace detail
 
 template <class F>
@@ -69,8 +91,9 @@ class static_graph {
     if constexpr ((is_symbolic_v<A> || ...)) {
       return f_(a...);
     } else {
-      if (!jit_enabled() || detail::any_on_gpu(a...)) return f_(a...);
-      return run(std::index_sequence_for<A...>{}, false, true, a...);
+      if (!jit_enabled()) return f_(a...);
+      if (detail::any_on_gpu(a...)) return run_on_gpu(false, a...);
+      return run<false>(std::index_sequence_for<A...>{}, false, true, device::cpu, a...);
     }
   }
 
@@ -83,8 +106,9 @@ class static_graph {
   auto call_with_unit_seed(const std::tuple<A...>& arguments, bool value_read = true) const {
     return std::apply(
         [&](const A&... a) {
-          if (!jit_enabled() || detail::any_on_gpu(a...)) return f_(a...);
-          return run(std::index_sequence_for<A...>{}, true, value_read, a...);
+          if (!jit_enabled()) return f_(a...);
+          if (detail::any_on_gpu(a...)) return run_on_gpu(true, a...);
+          return run<false>(std::index_sequence_for<A...>{}, true, value_read, device::cpu, a...);
         },
         arguments);
   }
@@ -95,30 +119,12 @@ class static_graph {
   // captured (a model's parameters), found by the tensor they came from.
   template <class... A>
   auto value_and_captured_gradients(const A&... a) const {
-    auto root = trace(a...);
-    auto keys = output_keys(root);
-    static_assert(keys.size() == 1, "tandem::jit: a training step's function must return one value, its loss");
-    if (detail::any_on_gpu(a...) || !detail::one_value_per_shared_class(root)) {
-      // Eagerly, the backward leaves the gradients in the tensors' .grad.
-      enable_grad recording;
-      auto loss = f_(a...);
-      if (loss.requires_grad()) loss.backward();
-      return std::pair{loss.detach(), detail::captured_gradients()};
+    if (detail::any_on_gpu(a...)) {
+      if (auto compiled = detail::cuda_training_slot<F, A...>.load(std::memory_order_acquire))
+        return compiled(*this, a...);
+      return eager_value_and_gradients(a...);
     }
-    const void* key = keys[0];
-    detail::signature signature = detail::signature_of(a...);
-    bool known = cache_->known(signature);
-    using inputs_type = std::tuple<const A&...>;
-    using exec_type = detail::executor<decltype(root), inputs_type>;
-    inputs_type inputs{a...};
-    std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(inputs, true, key)));
-    auto* exec = static_cast<exec_type*>(run.get());
-    auto output = detail::apply_operands([&](const auto& loss) { return exec->value(loss); }, root.children);
-    static_assert(std::is_floating_point_v<typename decltype(output)::value_type>,
-                  "tandem::jit: a training step's loss must be a float or double tensor");
-    if (!known) remember<decltype(root)>(signature);
-    exec->backward({{key, detail::any_tensor(ones_like(output))}});
-    return std::pair{output, detail::captured_gradients(std::move(run), exec->captured())};
+    return train<false>(device::cpu, a...);
   }
 
   // Runs the graph and writes its output into `out` (a tensor or a view of
@@ -160,7 +166,7 @@ class static_graph {
     detail::signature signature = detail::signature_of(a...);
     bool known = cache_->known(signature);
     inputs_type inputs{a...};
-    detail::executor<root_type, inputs_type> exec(inputs, false);
+    detail::executor<root_type, inputs_type, false> exec(inputs, false);
     exec.write_into(output_keys(root)[0], out);
     auto output = detail::apply_operands([&](const auto& o) { return exec.value(o); }, root.children);
     if (!known) remember<decltype(root)>(signature);
@@ -191,8 +197,52 @@ class static_graph {
   }
 
  private:
-  template <class... A, std::size_t... I>
-  auto run(std::index_sequence<I...>, bool unit_seed, bool unit_seed_value_read, const A&... a) const {
+  template <class G, class... A>
+  friend struct detail::gpu_graph_entry;
+
+  // On GPU tensors: the graph's kernels where a program's nvcc unit
+  // compiled them for these argument types, else the function eagerly.
+  template <class... A>
+  auto run_on_gpu(bool unit_seed, const A&... a) const {
+    if (auto compiled = detail::cuda_graph_slot<F, A...>.load(std::memory_order_acquire))
+      return compiled(*this, unit_seed, a...);
+    return f_(a...);
+  }
+
+  // Eagerly, the backward leaves the gradients in the tensors' .grad.
+  template <class... A>
+  auto eager_value_and_gradients(const A&... a) const {
+    enable_grad recording;
+    auto loss = f_(a...);
+    if (loss.requires_grad()) loss.backward();
+    return std::pair{loss.detach(), detail::captured_gradients()};
+  }
+
+  template <bool OnDevice, class... A>
+  auto train(device where, const A&... a) const {
+    auto root = trace(a...);
+    auto keys = output_keys(root);
+    static_assert(keys.size() == 1, "tandem::jit: a training step's function must return one value, its loss");
+    if (!detail::one_value_per_shared_class(root)) return eager_value_and_gradients(a...);
+    const void* key = keys[0];
+    detail::signature signature = detail::signature_of(a...);
+    bool known = cache_->known(signature);
+    using inputs_type = std::tuple<const A&...>;
+    using exec_type = detail::executor<decltype(root), inputs_type, OnDevice>;
+    inputs_type inputs{a...};
+    std::shared_ptr<detail::graph_run> run(
+        static_cast<detail::graph_run*>(new exec_type(inputs, true, key, true, where)));
+    auto* exec = static_cast<exec_type*>(run.get());
+    auto output = detail::apply_operands([&](const auto& loss) { return exec->value(loss); }, root.children);
+    static_assert(std::is_floating_point_v<typename decltype(output)::value_type>,
+                  "tandem::jit: a training step's loss must be a float or double tensor");
+    if (!known) remember<decltype(root)>(signature);
+    exec->backward({{key, detail::any_tensor(ones_like(output))}});
+    return std::pair{output, detail::captured_gradients(std::move(run), exec->captured())};
+  }
+
+  template <bool OnDevice, class... A, std::size_t... I>
+  auto run(std::index_sequence<I...>, bool unit_seed, bool unit_seed_value_read, device where, const A&... a) const {
     auto root = trace(a...);
     using root_type = decltype(root);
     using inputs_type = std::tuple<const A&...>;
@@ -210,8 +260,8 @@ class static_graph {
     // the depth of the graph (30 steps of h*h+h took minutes).
     // The run lives on the stack unless the autograd graph keeps it.
     const void* seeded = unit_seed ? output_keys(root)[0] : nullptr;
-    using exec_type = detail::executor<root_type, inputs_type>;
-    exec_type exec(inputs, recording, seeded, unit_seed_value_read);
+    using exec_type = detail::executor<root_type, inputs_type, OnDevice>;
+    exec_type exec(inputs, recording, seeded, unit_seed_value_read, where);
     auto outputs = detail::apply_operands([&](const auto&... out) { return std::tuple{exec.value(out)...}; }, root.children);
     if (!known) remember<decltype(root)>(signature);
     if (recording) {

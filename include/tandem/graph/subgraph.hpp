@@ -85,7 +85,7 @@ class typed_subgraph_run final : public subgraph_run {
 
   std::tuple<tensor<T>...> inputs_;
   inputs_type references_;
-  executor<Root, inputs_type> executor_;
+  executor<Root, inputs_type, false> executor_;
   std::vector<const void*> keys_;
 };
 
@@ -145,7 +145,7 @@ class subgraph {
     const inputs_type references = [&]<std::size_t... I>(std::index_sequence<I...>) {
       return inputs_type(std::get<tensor<T>>(inputs[first + I])...);
     }(std::index_sequence_for<T...>{});
-    executor<root_type, inputs_type> run(references, false);
+    executor<root_type, inputs_type, false> run(references, false);
     return apply_operands([&](const auto&... out) { return std::vector<any_tensor>{any_tensor(run.value(out))...}; },
                           root().children);
   }
@@ -154,7 +154,7 @@ class subgraph {
   auto evaluate(const tensor<T>&... x) const {
     using inputs_type = std::tuple<const tensor<T>&...>;
     const inputs_type references(x...);
-    executor<root_type, inputs_type> run(references, false);
+    executor<root_type, inputs_type, false> run(references, false);
     return apply_operands([&](const auto&... out) { return std::tuple{run.value(out)...}; }, root().children);
   }
 

@@ -90,6 +90,9 @@ class train_step {
 
   // The plans of the step's static graph.
   plan_statistics graph_statistics() const { return graph_.statistics(); }
+  // The static graph of the loss and its backward (tandem::cuda::compile
+  // compiles its kernels for the GPU).
+  const static_graph<Loss>& graph() const { return graph_; }
 
  private:
   template <class Gradients>

@@ -18,18 +18,18 @@ namespace tandem::detail {
 // `group_kernel<Root, R>&` against its argument by walking both types'
 // arguments as trees, which costs time exponential in the depth of the
 // graph.
-template <class Root, class Inputs>
+template <class Root, class Inputs, bool OnDevice>
 template <std::size_t Skip, class P, class Kernel, class Operands, class Product>
-void executor<Root, Inputs>::bind_group(const sym<P>& p, Kernel& kernel, Operands& operands, operand_keys& keys,
+void executor<Root, Inputs, OnDevice>::bind_group(const sym<P>& p, Kernel& kernel, Operands& operands, operand_keys& keys,
                                         Product& product) {
   [&]<std::size_t... K>(std::index_sequence<K...>) {
     (bind_slot<Skip, P, K>(operand_at<K>(p.node().children), kernel, operands, keys, product), ...);
   }(std::make_index_sequence<arity_v<P>>{});
 }
 
-template <class Root, class Inputs>
+template <class Root, class Inputs, bool OnDevice>
 template <std::size_t Skip, class P, std::size_t K, class C, class Kernel, class Operands, class Product>
-void executor<Root, Inputs>::bind_slot(const sym<C>& c, Kernel& kernel, Operands& operands, operand_keys& keys,
+void executor<Root, Inputs, OnDevice>::bind_slot(const sym<C>& c, Kernel& kernel, Operands& operands, operand_keys& keys,
                                        Product& product) {
   if constexpr (fused_into_parent<Root, C>()) {
     using layout = typename Kernel::layout;
@@ -59,9 +59,9 @@ void executor<Root, Inputs>::bind_slot(const sym<C>& c, Kernel& kernel, Operands
 }
 
 // The group's scalars and leaves, bound for one run.
-template <class Root, class Inputs>
+template <class Root, class Inputs, bool OnDevice>
 template <std::size_t Skip, class R, class Kernel, class Operands, class Product>
-void executor<Root, Inputs>::bind_leaves(const sym<R>& s, Kernel& kernel, Operands& operands, operand_keys& keys,
+void executor<Root, Inputs, OnDevice>::bind_leaves(const sym<R>& s, Kernel& kernel, Operands& operands, operand_keys& keys,
                                          Product& product) {
   keys = operand_keys(Kernel::n_operands, nullptr);
   [&]<std::size_t... I>(std::index_sequence<I...>) {

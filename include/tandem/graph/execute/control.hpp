@@ -10,9 +10,9 @@
 
 namespace tandem::detail {
 
-template <class Root, class Inputs>
+template <class Root, class Inputs, bool OnDevice>
 template <class N>
-void executor<Root, Inputs>::run_control(const sym<N>& s, const void* key) {
+void executor<Root, Inputs, OnDevice>::run_control(const sym<N>& s, const void* key) {
   const N& node = s.node();
   using impl_type = typename N::fn_type::impl_type;
   if constexpr (requires { impl_type::forward_only_typed; }) {
@@ -52,9 +52,9 @@ void executor<Root, Inputs>::run_control(const sym<N>& s, const void* key) {
                       }});
 }
 
-template <class Root, class Inputs>
+template <class Root, class Inputs, bool OnDevice>
 template <class N>
-tensor<value_of_t<N>> executor<Root, Inputs>::read_control_output(const sym<N>& s, const void* key) {
+tensor<value_of_t<N>> executor<Root, Inputs, OnDevice>::read_control_output(const sym<N>& s, const void* key) {
   using T = value_of_t<N>;
   constexpr std::size_t index = N::fn_type::index;
   const auto& construct = operand_at<0>(s.node().children);

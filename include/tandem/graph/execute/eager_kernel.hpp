@@ -7,9 +7,9 @@
 
 namespace tandem::detail {
 
-template <class Root, class Inputs>
+template <class Root, class Inputs, bool OnDevice>
 template <class N>
-auto executor<Root, Inputs>::run_apply(const sym<N>& s, const void* key) {
+auto executor<Root, Inputs, OnDevice>::run_apply(const sym<N>& s, const void* key) {
   ++counters_.eager_kernels;
   const N& node = s.node();
   auto operands = apply_operands([&](const auto&... c) { return std::tuple{value(c)...}; }, node.children);

@@ -14,9 +14,9 @@ namespace tandem::detail {
 // Returns the group's value, or nothing where the group must still run on
 // its own (operands that are not both 2-d; a group broadcasting the
 // product to a larger shape): the product is then the eager kernel's.
-template <class Root, class Inputs>
+template <class Root, class Inputs, bool OnDevice>
 template <std::size_t At, class T, class Kernel, class P, class Operands>
-std::optional<tensor<T>> executor<Root, Inputs>::multiply_then_group(const Kernel& kernel, const product_operands<P>& product,
+std::optional<tensor<T>> executor<Root, Inputs, OnDevice>::multiply_then_group(const Kernel& kernel, const product_operands<P>& product,
                                                                      Operands& operands, const void* key, shape& out_shape) {
   using C = typename Kernel::compute_type;
   ++counters_.eager_kernels;
@@ -75,9 +75,9 @@ std::optional<tensor<T>> executor<Root, Inputs>::multiply_then_group(const Kerne
 
 // The group's shape, with the product's shape in place of operand At
 // (not computed yet).
-template <class Root, class Inputs>
+template <class Root, class Inputs, bool OnDevice>
 template <class Kernel, std::size_t At, class Operands>
-shape executor<Root, Inputs>::extent_with(const Operands& operands, const shape& product_shape) {
+shape executor<Root, Inputs, OnDevice>::extent_with(const Operands& operands, const shape& product_shape) {
   auto shape_at = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) -> const shape& {
     if constexpr (J == At) return product_shape;
     else return std::get<J>(operands).shape();
@@ -93,9 +93,9 @@ shape executor<Root, Inputs>::extent_with(const Operands& operands, const shape&
 
 // The product's backward: the eager matmul rule, recorded on fresh leaves
 // standing for its operands, as run_apply does for every eager kernel.
-template <class Root, class Inputs>
+template <class Root, class Inputs, bool OnDevice>
 template <class P>
-void executor<Root, Inputs>::record_product(const tensor<P>& p, const product_operands<P>& product, const void* key) {
+void executor<Root, Inputs, OnDevice>::record_product(const tensor<P>& p, const product_operands<P>& product, const void* key) {
   enable_grad recording;
   tensor<P> a = fresh_leaf(product.a, product.grad_a), b = fresh_leaf(product.b, product.grad_b);
   if (!product.grad_a && !product.grad_b) return;

@@ -11,6 +11,12 @@
 // value) and its bookkeeping (memo, gradients, steps); each strategy is
 // defined in a header of its own beside it, and graph/execute.hpp includes
 // them all.
+//
+// An executor `OnDevice` runs the same plan on a GPU: each fused group is
+// one launch of its kernel (the slot a program's nvcc unit filled, for the
+// graph, by tandem::cuda::compile), its backward one launch of its adjoint
+// kernel; the summations, products and other ops run as the eager ops do
+// on the device. Only a program's nvcc unit instantiates it.
 
 #include <optional>
 #include <string>
@@ -41,7 +47,7 @@ inline const void* control_output_key(const void* construct, std::size_t k) {
   return static_cast<const char*>(construct) + 1 + k;
 }
 
-template <class Root, class Inputs>
+template <class Root, class Inputs, bool OnDevice>
 class executor final : public graph_run {
  public:
   // `unit_seed` is the key of an output whose backward will be seeded with
@@ -50,11 +56,13 @@ class executor final : public graph_run {
   // as its forward, or, where the caller will not read that output's value
   // (`unit_seed_value_read` false: grad, not value_and_grad), only the
   // backward.
-  executor(const Inputs& inputs, bool for_backward, const void* unit_seed = nullptr, bool unit_seed_value_read = true)
+  executor(const Inputs& inputs, bool for_backward, const void* unit_seed = nullptr, bool unit_seed_value_read = true,
+           device where = device::cpu)
       : inputs_(inputs),
         for_backward_(for_backward),
-        unit_seed_(unit_seed),
-        unit_seed_value_read_(unit_seed_value_read) {}
+        unit_seed_(OnDevice ? nullptr : unit_seed),
+        unit_seed_value_read_(unit_seed_value_read),
+        device_(where) {}
 
   template <class N>
   tensor<value_of_t<N>> value(const sym<N>& s) {
@@ -65,7 +73,7 @@ class executor final : public graph_run {
       captured_.emplace(key_of(s), s.node().value);
       return s.node().value;
     } else if constexpr (node_traits<N>::is_constant) {
-      return full<T>({}, s.node().value);
+      return full<T>({}, s.node().value, device_);
     } else if constexpr (is_control_node<N>) {
       // A construct's value is a placeholder (an empty tensor allocates
       // nothing); its outputs in the memo say that it ran.
@@ -82,10 +90,18 @@ class executor final : public graph_run {
         if (!for_backward_) return read_control_output(s, key);
       if (any_tensor* found = memo_.find(key)) return std::get<tensor<T>>(*found);
       tensor<T> result;
-      if constexpr (fused_summation<Root, N>()) result = run_summation(s, key);
-      else if constexpr (is_control_output_node<N>) result = read_control_output(s, key);
-      else if constexpr (node_traits<N>::is_apply) result = run_apply(s, key);
-      else result = run_group(s, key);
+      if constexpr (fused_summation<Root, N>()) {
+        if constexpr (OnDevice) result = run_summation_on_device(s, key);
+        else result = run_summation(s, key);
+      } else if constexpr (is_control_output_node<N>) {
+        result = read_control_output(s, key);
+      } else if constexpr (node_traits<N>::is_apply) {
+        result = run_apply(s, key);
+      } else if constexpr (OnDevice) {
+        result = run_group_on_device(s, key);
+      } else {
+        result = run_group(s, key);
+      }
       memo_.emplace(key, result);
       return result;
     }
@@ -254,6 +270,17 @@ class executor final : public graph_run {
   template <class R>
   tensor<value_of_t<R>> run_group(const sym<R>& s, const void* key);
 
+  // graph/execute/on_device.hpp: the strategies of an executor OnDevice.
+  template <class R>
+  tensor<value_of_t<R>> run_group_on_device(const sym<R>& s, const void* key);
+  template <class N>
+  tensor<value_of_t<N>> run_summation_on_device(const sym<N>& s, const void* key);
+  template <class Kernel, class G, class Operands>
+  void group_backward_on_device(const Kernel& kernel, const G& g, const Operands& operands, const operand_keys& keys,
+                                const shape& out_shape);
+  template <class R, class C, class Kernel, class Operands>
+  void launch_group(const Kernel& kernel, const tensor<R>& out, const Operands& operands);
+
   // graph/execute/epilogue.hpp: a matmul running its reader's group as its epilogue.
   template <std::size_t At, class T, class Kernel, class P, class Operands>
   std::optional<tensor<T>> multiply_then_group(const Kernel& kernel, const product_operands<P>& product,
@@ -297,12 +324,12 @@ class executor final : public graph_run {
       const tensor<T>& destination = *static_cast<const tensor<T>*>(destination_);
       bool shares = std::apply([&](const auto&... t) { return (false || ... || (t.storage() == destination.storage())); },
                                operands);
-      if (destination.shape() == out_shape && !shares) {
+      if (destination.shape() == out_shape && destination.device() == device_ && !shares) {
         wrote_into_destination_ = true;
         return destination;
       }
     }
-    return tensor<T>(out_shape);
+    return tensor<T>(out_shape, device_);
   }
 
   template <class U, class T>
@@ -324,6 +351,7 @@ class executor final : public graph_run {
   key_map<std::vector<std::optional<any_tensor>>> control_seeds_;
   std::vector<step> steps_;
   run_counters counters_;
+  device device_;
   const void* destination_key_ = nullptr;
   const void* destination_ = nullptr;
   bool wrote_into_destination_ = false;

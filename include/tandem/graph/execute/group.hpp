@@ -10,9 +10,9 @@
 
 namespace tandem::detail {
 
-template <class Root, class Inputs>
+template <class Root, class Inputs, bool OnDevice>
 template <class R>
-tensor<value_of_t<R>> executor<Root, Inputs>::run_group(const sym<R>& s, const void* key) {
+tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& s, const void* key) {
   using kernel_type = group_kernel<Root, R>;
   using C = typename kernel_type::compute_type;
   using T = value_of_t<R>;

@@ -9,9 +9,9 @@ namespace tandem::detail {
 // One pass over the group's output writes the adjoint of every floating
 // operand (the forward is recomputed in registers, never stored); each is
 // then summed over the axes its operand was broadcast along.
-template <class Root, class Inputs>
+template <class Root, class Inputs, bool OnDevice>
 template <class Kernel, class G, class Operands>
-void executor<Root, Inputs>::group_backward(const Kernel& kernel, const G& g, const Operands& operands, const operand_keys& keys,
+void executor<Root, Inputs, OnDevice>::group_backward(const Kernel& kernel, const G& g, const Operands& operands, const operand_keys& keys,
                                             const shape& out_shape) {
   using C = typename Kernel::compute_type;
   constexpr auto wanted = floating_operand_positions<Operands>();
@@ -46,9 +46,9 @@ void executor<Root, Inputs>::group_backward(const Kernel& kernel, const G& g, co
 
 // Operand J's gradient from a group-shaped adjoint: summed over the axes
 // the operand was broadcast along, in the operand's own type.
-template <class Root, class Inputs>
+template <class Root, class Inputs, bool OnDevice>
 template <std::size_t J, class C, class Operands>
-void executor<Root, Inputs>::send_adjoint(const tensor<C>& adjoint, const Operands& operands, const operand_keys& keys) {
+void executor<Root, Inputs, OnDevice>::send_adjoint(const tensor<C>& adjoint, const Operands& operands, const operand_keys& keys) {
   const auto& leaf = std::get<J>(operands);
   add_gradient(keys[J], converted<value_of_t_tensor<decltype(leaf)>>(sum_to(adjoint, leaf.shape())));
 }

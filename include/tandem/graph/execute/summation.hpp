@@ -17,9 +17,9 @@ namespace tandem::detail {
 // reads while it is in cache, so the group's value never reaches memory.
 // Its backward is the group's adjoint loop with the reduction's gradient
 // as a broadcast seed; at a unit-seeded output it runs in the same pass.
-template <class Root, class Inputs>
+template <class Root, class Inputs, bool OnDevice>
 template <class N>
-tensor<value_of_t<N>> executor<Root, Inputs>::run_summation(const sym<N>& s, const void* key) {
+tensor<value_of_t<N>> executor<Root, Inputs, OnDevice>::run_summation(const sym<N>& s, const void* key) {
   using R = std::tuple_element_t<0, typename node_traits<N>::children>;
   using kernel_type = group_kernel<Root, R>;
   using T = value_of_t<N>;

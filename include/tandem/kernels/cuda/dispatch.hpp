@@ -46,6 +46,16 @@ using cuda_elementwise_kernel = void (*)(const Op& op, int device_index, const s
 template <class R, class C, class Op, class... In>
 inline std::atomic<cuda_elementwise_kernel<R, C, Op, In...>> cuda_elementwise_slot{nullptr};
 
+// out[k] = op(in...)[k] for each of M outputs that share `out_strides`: a
+// fused group's adjoint loop (graph/execute/on_device.hpp).
+template <class R, class C, class Op, std::size_t M, class... In>
+using cuda_elementwise_outputs_kernel = void (*)(const Op& op, int device_index, const shape& out_shape,
+                                                 const std::array<R*, M>& out, const dims& out_strides,
+                                                 const device_operand<In>&... in);
+
+template <class R, class C, class Op, std::size_t M, class... In>
+inline std::atomic<cuda_elementwise_outputs_kernel<R, C, Op, M, In...>> cuda_elementwise_outputs_slot{nullptr};
+
 [[noreturn]] inline void throw_missing_elementwise_kernel(const char* op) {
   throw device_error(std::string("tandem::") + op + ": no CUDA kernel for these element types in this program "
                      "(a translation unit compiled by nvcc that includes <tandem/cuda.hpp> compiles the built-in "

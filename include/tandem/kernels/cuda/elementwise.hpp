@@ -76,11 +76,28 @@ __device__ __forceinline__ T read(const strided_input<T>& in, const std::int64_t
   return in.data ? in.data[offsets[k]] : in.scalar;
 }
 
+// M outputs at once (a group's adjoints): op returns an array of M values,
+// output k is written at the same offset of its own array.
+template <class R, std::size_t M>
+struct output_arrays {
+  R* data[M];
+};
+
+template <class R, class V>
+__device__ __forceinline__ void store(R* out, std::int64_t offset, const V& value) {
+  out[offset] = static_cast<R>(value);
+}
+template <class R, std::size_t M, class V>
+__device__ __forceinline__ void store(const output_arrays<R, M>& out, std::int64_t offset, const V& values) {
+  for (std::size_t k = 0; k < M; ++k) out.data[k][offset] = static_cast<R>(values[k]);
+}
+
 // One thread per element of a grid-stride loop. Flat: every array is dense
-// over one axis, so element i is at offset i.
-template <bool Flat, class R, class C, class Op, class... In, std::size_t... K>
-__device__ void elementwise_body(const Op& op, const index_space& space, R* out, const strided_output& out_strides,
-                                 std::int64_t count, std::index_sequence<K...>, const strided_input<In>&... in) {
+// over one axis, so element i is at offset i. `Out` is R* or output_arrays.
+template <bool Flat, class C, class Op, class Out, class... In, std::size_t... K>
+__device__ void elementwise_body(const Op& op, const index_space& space, const Out& out,
+                                 const strided_output& out_strides, std::int64_t count, std::index_sequence<K...>,
+                                 const strided_input<In>&... in) {
   const std::int64_t step = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += step) {
     std::int64_t offsets[sizeof...(In) + 1] = {};
@@ -95,14 +112,14 @@ __device__ void elementwise_body(const Op& op, const index_space& space, R* out,
         ((offsets[K + 1] += index * in.strides[axis]), ...);
       }
     }
-    out[offsets[0]] = static_cast<R>(op(static_cast<C>(read(in, offsets, K + 1))...));
+    store(out, offsets[0], op(static_cast<C>(read(in, offsets, K + 1))...));
   }
 }
 
-template <bool Flat, class R, class C, class Op, class... In>
-__global__ void elementwise_kernel(Op op, index_space space, R* out, strided_output out_strides, std::int64_t count,
+template <bool Flat, class C, class Op, class Out, class... In>
+__global__ void elementwise_kernel(Op op, index_space space, Out out, strided_output out_strides, std::int64_t count,
                                    strided_input<In>... in) {
-  elementwise_body<Flat, R, C>(op, space, out, out_strides, count, std::index_sequence_for<In...>{}, in...);
+  elementwise_body<Flat, C>(op, space, out, out_strides, count, std::index_sequence_for<In...>{}, in...);
 }
 
 template <class T>
@@ -112,10 +129,11 @@ strided_input<T> to_strided_input(const device_operand<T>& operand, const dims& 
   return in;
 }
 
-// The slot's function: merges the axes and launches on the device's stream.
-template <class R, class C, class Op, class... In>
-void launch_elementwise(const Op& op, int device_index, const shape& out_shape, R* out, const dims& out_strides,
-                        const device_operand<In>&... in) {
+// Merges the axes and launches the kernel writing `out` (R* or
+// output_arrays, every output with `out_strides`) on the device's stream.
+template <class C, class Op, class Out, class... In>
+void launch_over(const Op& op, int device_index, const shape& out_shape, const Out& out, const dims& out_strides,
+                 const device_operand<In>&... in) {
   const std::int64_t count = numel(out_shape);
   if (count == 0) return;
   std::array<dims, sizeof...(In) + 1> strides{out_strides, (in.data ? in.strides : dims(out_shape.size(), 0))...};
@@ -137,12 +155,27 @@ void launch_elementwise(const Op& op, int device_index, const shape& out_shape, 
   cudaStream_t s = stream(device_index);
   std::apply(
       [&](const auto&... args) {
-        if (flat) elementwise_kernel<true, R, C><<<blocks, threads, 0, s>>>(op, space, out, out_arg, count, args...);
-        else elementwise_kernel<false, R, C><<<blocks, threads, 0, s>>>(op, space, out, out_arg, count, args...);
+        if (flat) elementwise_kernel<true, C><<<blocks, threads, 0, s>>>(op, space, out, out_arg, count, args...);
+        else elementwise_kernel<false, C><<<blocks, threads, 0, s>>>(op, space, out, out_arg, count, args...);
       },
       inputs);
   check_launch(Op::name);
 }
 
+// The slot's function (cuda_elementwise_slot).
+template <class R, class C, class Op, class... In>
+void launch_elementwise(const Op& op, int device_index, const shape& out_shape, R* out, const dims& out_strides,
+                        const device_operand<In>&... in) {
+  launch_over<C>(op, device_index, out_shape, out, out_strides, in...);
+}
+
+// The multi-output slot's function (cuda_elementwise_outputs_slot).
+template <class R, class C, class Op, std::size_t M, class... In>
+void launch_elementwise_outputs(const Op& op, int device_index, const shape& out_shape, const std::array<R*, M>& out,
+                                const dims& out_strides, const device_operand<In>&... in) {
+  output_arrays<R, M> outputs{};
+  for (std::size_t k = 0; k < M; ++k) outputs.data[k] = out[k];
+  launch_over<C>(op, device_index, out_shape, outputs, out_strides, in...);
+}
 
 }  // namespace tandem::detail::cuda

@@ -10,6 +10,8 @@
 //   reduce<A, R, T, Reducer>()      returning a cuda_reduce_kernel<A, R, T, Reducer>
 //   gemm<T>()                       returning a cuda_gemm_kernel<T>
 //   update<T, S, Op>()              returning a cuda_update_kernel<T, S, Op>
+//   elementwise_outputs<R, C, Op, M, In...>()
+//                                   returning a cuda_elementwise_outputs_kernel<R, C, Op, M, In...>
 // and a static runtime() returning the device_runtime.
 
 #include <atomic>
@@ -130,6 +132,69 @@ bool install_all() {
     }(static_cast<element_types*>(nullptr));
   }(static_cast<element_types*>(nullptr));
   return true;
+}
+
+template <class Out>
+struct output_count;
+template <class T, std::size_t M>
+struct output_count<output_set<T, M>> : std::integral_constant<std::size_t, M> {};
+
+template <class Op>
+inline constexpr bool is_one_pass_row = false;
+template <class Kernel, std::size_t... I>
+inline constexpr bool is_one_pass_row<value_then_adjoints<Kernel, I...>> = true;
+
+template <class Root>
+constexpr bool has_control_flow() {
+  bool any = false;
+  for_each_type<all_classes<Root>>([&]<class N>(std::type_identity<N>) { any = any || is_control_node<N>; });
+  return any;
+}
+
+}  // namespace tandem::detail::device_kernels
+
+namespace tandem::detail {
+
+// A static graph's runs on the GPU that holds its arguments, as
+// cuda_graph_slot and cuda_training_slot call them (graph/static_graph.hpp).
+template <class F, class... A>
+struct gpu_graph_entry {
+  static eager_result_t<F, A...> run(const static_graph<F>& graph, bool unit_seed, const A&... a) {
+    const device where = common_device("jit", {place_of(a)...});
+    return graph.template run<true>(std::index_sequence_for<A...>{}, unit_seed, true, where, a...);
+  }
+  static std::pair<eager_result_t<F, A...>, captured_gradients> train(const static_graph<F>& graph, const A&... a) {
+    const device where = common_device("jit", {place_of(a)...});
+    return graph.template train<true>(where, a...);
+  }
+};
+
+}  // namespace tandem::detail
+
+namespace tandem::detail::device_kernels {
+
+// The kernels of every row the graph of F on arguments of types A runs
+// (graph/execute/rows.hpp), and its GPU runs in the graph's slots. A
+// summation's one-pass row is not among them: on a GPU it runs as its
+// forward and its backward.
+template <class Backend, class F, class... A>
+void install_graph() {
+  using root = decltype(std::declval<const static_graph<F>&>().trace(std::declval<const A&>()...));
+  static_assert(!has_control_flow<root>(),
+                "tandem::cuda::compile: a graph with cond, while_loop or scan runs eagerly on the GPU; its kernels "
+                "cannot be compiled yet");
+  for_each_graph_row<root>([]<class R, class C, class Op, class Out, class... In>(
+                               std::type_identity<row_signature<R, C, Op, Out, In...>>) {
+    if constexpr (std::is_same_v<Out, R*>) {
+      install_elementwise<Backend, R, C, Op, In...>();
+    } else if constexpr (!is_one_pass_row<Op>) {
+      constexpr std::size_t m = output_count<Out>::value;
+      put(cuda_elementwise_outputs_slot<R, C, Op, m, In...>,
+          Backend::template elementwise_outputs<R, C, Op, m, In...>());
+    }
+  });
+  put(cuda_graph_slot<F, A...>, &gpu_graph_entry<F, A...>::run);
+  put(cuda_training_slot<F, A...>, &gpu_graph_entry<F, A...>::train);
 }
 
 }  // namespace tandem::detail::device_kernels

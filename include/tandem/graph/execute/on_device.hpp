@@ -1,0 +1,167 @@
+#pragma once
+// The strategies of an executor OnDevice (a static graph on a GPU): a
+// fused group is one launch of its kernel over the group's leaves, read
+// through their strides; its backward, one launch of its adjoint kernel
+// writing every floating leaf's adjoint, each then summed to its leaf's
+// shape by the eager ops. A fused summation runs its group's kernel into a
+// temporary and the device's reduction over it (no one-pass backward yet);
+// a product read by a group is cuBLAS's, then one more operand of the
+// group. The kernels are the ones tandem::cuda::compile installed for the
+// graph (kernels/cuda/graph.hpp); the rows are those of
+// graph/execute/rows.hpp, so the host's and the device's runs agree on
+// what they launch.
+
+#include <array>
+#include <cstddef>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "tandem/graph/execute/binding.hpp"
+#include "tandem/graph/execute/executor.hpp"
+#include "tandem/kernels/cuda/dispatch.hpp"
+
+namespace tandem::detail {
+
+[[noreturn]] inline void throw_missing_graph_kernel(const char* op) {
+  throw device_error(std::string("tandem::jit: the fused kernel of ") + op +
+                     " was not compiled for the GPU in this program (tandem::cuda::compile(graph, arguments...) in a "
+                     "translation unit compiled by nvcc compiles a graph's kernels)");
+}
+
+template <class T>
+device_operand<T> strided_device_operand(const tensor<T>& t, const shape& out_shape) {
+  return {t.device_data(), broadcast_strides(t, out_shape), T()};
+}
+
+template <class Root, class Inputs, bool OnDevice>
+template <class R, class C, class Kernel, class Operands>
+void executor<Root, Inputs, OnDevice>::launch_group(const Kernel& kernel, const tensor<R>& out, const Operands& operands) {
+  std::apply(
+      [&](const auto&... t) {
+        auto launch =
+            cuda_elementwise_slot<R, C, Kernel, value_of_t_tensor<decltype(t)>...>.load(std::memory_order_acquire);
+        if (!launch) throw_missing_graph_kernel(Kernel::name);
+        tensor<R> target = out;
+        launch(kernel, device_.index(), out.shape(), target.device_data(), dims(out.strides().begin(), out.strides().end()),
+               strided_device_operand(t, out.shape())...);
+      },
+      operands);
+}
+
+template <class Root, class Inputs, bool OnDevice>
+template <class R>
+tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group_on_device(const sym<R>& s, const void* key) {
+  using kernel_type = group_kernel<Root, R>;
+  using C = typename kernel_type::compute_type;
+  using T = value_of_t<R>;
+  ++counters_.fused_loops;
+  kernel_type kernel;
+  group_operand_tensors_t<Root, R> operands;
+  operand_keys keys;
+  constexpr std::size_t product_slot = kernel_type::layout::product;
+  if constexpr (product_slot != no_product) {
+    constexpr std::size_t at = kernel_type::n_pure + product_slot;
+    using P = value_of_t_tensor<std::tuple_element_t<at, decltype(operands)>>;
+    product_operands<P> product;
+    bind_leaves<at>(s, kernel, operands, keys, product);
+    ++counters_.eager_kernels;
+    tensor<P> p;
+    {
+      no_grad plain;
+      p = matmul(product.a, product.b);
+    }
+    std::get<at>(operands) = p;
+    if (for_backward_) record_product(p, product, keys[at]);
+  } else {
+    bind_leaves(s, kernel, operands, keys);
+  }
+  shape out_shape = std::apply([](const auto&... t) { return broadcast_all<kernel_type>(t...); }, operands);
+  tensor<T> out = output_of_group<T>(key, out_shape, operands);
+  launch_group<T, C>(kernel, out, operands);
+  if constexpr (std::is_floating_point_v<T>) {
+    if (for_backward_) {
+      require_derivatives<kernel_type>();
+      steps_.push_back({key, [kernel, operands, keys, out_shape](executor& self, const any_tensor& g) {
+                          self.group_backward_on_device(kernel, std::get<tensor<T>>(g), operands, keys, out_shape);
+                        }});
+    }
+  }
+  return out;
+}
+
+template <class Root, class Inputs, bool OnDevice>
+template <class N>
+tensor<value_of_t<N>> executor<Root, Inputs, OnDevice>::run_summation_on_device(const sym<N>& s, const void* key) {
+  using R = std::tuple_element_t<0, typename node_traits<N>::children>;
+  using kernel_type = group_kernel<Root, R>;
+  using T = value_of_t<N>;
+  ++counters_.fused_loops;
+  const N& node = s.node();
+  kernel_type kernel;
+  group_operand_tensors_t<Root, R> operands;
+  operand_keys keys;
+  bind_leaves(operand_at<0>(node.children), kernel, operands, keys);
+  shape extent = std::apply([](const auto&... t) { return broadcast_all<kernel_type>(t...); }, operands);
+  reduction_shape plan = plan_reduction(extent, node.fn.ax, node.fn.keepdims, node.name);
+  if (for_backward_) require_derivatives<kernel_type>();
+  constexpr bool is_mean = N::fn_type::is_mean;
+  // The group's row as a summation's (rows.hpp: summed<T>), computed in T.
+  tensor<T> values(extent, device_);
+  launch_group<T, T>(kernel, values, operands);
+  tensor<T> out;
+  {
+    no_grad plain;
+    out = is_mean ? mean(values, node.fn.ax, node.fn.keepdims) : sum(values, node.fn.ax, node.fn.keepdims);
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    if (for_backward_) {
+      shape kept_dims = plan_reduction(extent, node.fn.ax, true, node.name).out_shape;
+      T seed_scale = is_mean ? T(1) / static_cast<T>(plan.length) : T(1);
+      steps_.push_back({key, [kernel, operands, keys, extent, kept_dims, seed_scale](executor& self, const any_tensor& g) {
+                          tensor<T> seed = std::get<tensor<T>>(g).reshape(kept_dims);
+                          if (seed_scale != T(1)) seed = seed * seed_scale;
+                          self.group_backward_on_device(kernel, seed, operands, keys, extent);
+                        }});
+    }
+  }
+  return out;
+}
+
+// One launch writes the adjoint of every floating operand over the group's
+// shape (the forward recomputed in registers); each is then summed to its
+// operand's shape.
+template <class Root, class Inputs, bool OnDevice>
+template <class Kernel, class G, class Operands>
+void executor<Root, Inputs, OnDevice>::group_backward_on_device(const Kernel& kernel, const G& g,
+                                                                const Operands& operands, const operand_keys& keys,
+                                                                const shape& out_shape) {
+  using C = typename Kernel::compute_type;
+  constexpr auto wanted = floating_operand_positions<Operands>();
+  constexpr std::size_t m = wanted.size();
+  if constexpr (m > 0) {
+    tensor<C> seed = converted<C>(g);
+    std::array<tensor<C>, m> adjoint;
+    std::array<C*, m> outs{};
+    for (std::size_t k = 0; k < m; ++k) {
+      adjoint[k] = tensor<C>(out_shape, device_);
+      outs[k] = adjoint[k].device_data();
+    }
+    [&]<std::size_t... F, std::size_t... J>(std::index_sequence<F...>, std::index_sequence<J...>) {
+      using op_type = gather_adjoints<Kernel, wanted[F]...>;
+      static_assert(std::is_same_v<row_signature<C, C, op_type, output_set<C, m>, C,
+                                                 value_of_t_tensor<std::tuple_element_t<J, Operands>>...>,
+                                   typename group_rows<Root, typename Kernel::group_class>::adjoint>,
+                    "tandem internal: graph/execute/rows.hpp must name the row a group's backward runs");
+      auto launch = cuda_elementwise_outputs_slot<C, C, op_type, m, C,
+                                                  value_of_t_tensor<std::tuple_element_t<J, Operands>>...>.load(
+          std::memory_order_acquire);
+      if (!launch) throw_missing_graph_kernel(Kernel::name);
+      launch(op_type{kernel}, device_.index(), out_shape, outs, contiguous_strides(out_shape),
+             strided_device_operand(seed, out_shape), strided_device_operand(std::get<J>(operands), out_shape)...);
+      (send_adjoint<wanted[F]>(adjoint[F], operands, keys), ...);
+    }(std::make_index_sequence<m>{}, std::make_index_sequence<std::tuple_size_v<Operands>>{});
+  }
+}
+
+}  // namespace tandem::detail
