@@ -399,6 +399,13 @@ TEST_CASE_TEMPLATE("a static graph on the GPU runs its fused kernels, forward an
   tensor<T> wide = test::random_tensor<T>({7, 5}, -1, 1, 42);
   check_same(chain(wide.cuda().transpose(0, 1), y.cuda()), chain(wide.transpose(0, 1), y), "a transposed operand");
 
+  // A captured host tensor in a graph run on the GPU: an error, not a read
+  // of host memory by a kernel.
+  tensor<T> host_shift = test::random_tensor<T>({7}, -1, 1, 46);
+  auto shifted = jit([&](const auto& v) { return v * T(2) + host_shift; });
+  compile_graph(shifted, x);
+  CHECK_THROWS_AS(shifted(x.cuda()), device_error);
+
   auto [host_dx, host_dy] = grad(loss, all_args)(x, y);
   auto [dx, dy] = grad(loss, all_args)(x.cuda(), y.cuda());
   check_same(dx, host_dx, "the fused backward's gradient of x");

@@ -39,6 +39,8 @@ template <class R, class C, class Kernel, class Operands>
 void executor<Root, Inputs, OnDevice>::launch_group(const Kernel& kernel, const tensor<R>& out, const Operands& operands) {
   std::apply(
       [&](const auto&... t) {
+        // A tensor the graph captured may live elsewhere than its inputs.
+        common_device(Kernel::name, {place_of(out), place_of(t)...});
         auto launch =
             cuda_elementwise_slot<R, C, Kernel, value_of_t_tensor<decltype(t)>...>.load(std::memory_order_acquire);
         if (!launch) throw_missing_graph_kernel(Kernel::name);
