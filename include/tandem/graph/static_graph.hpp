@@ -60,7 +60,7 @@ using eager_result_t = decltype(std::declval<const F&>()(std::declval<const A&>(
 // A static graph's runs on a GPU, for arguments of types A: a call (its
 // first output seeded with ones right after, or not) and a training step.
 // A program's nvcc unit fills them (tandem::cuda::compile,
-// kernels/cuda/graph.hpp); while they are empty, the graph's function runs
+// kernels/cuda/install.hpp); while they are empty, the graph's function runs
 // eagerly on the device, op by op, with the same values and gradients.
 template <class F, class... A>
 inline std::atomic<eager_result_t<F, A...> (*)(const static_graph<F>& graph, bool unit_seed, const A&... a)>

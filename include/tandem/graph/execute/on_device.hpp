@@ -7,7 +7,7 @@
 // temporary and the device's reduction over it (no one-pass backward yet);
 // a product read by a group is cuBLAS's, then one more operand of the
 // group. The kernels are the ones tandem::cuda::compile installed for the
-// graph (kernels/cuda/graph.hpp); the rows are those of
+// graph (kernels/cuda/install.hpp); the rows are those of
 // graph/execute/rows.hpp, so the host's and the device's runs agree on
 // what they launch.
 
