@@ -1,0 +1,99 @@
+// The library's own GPU paths, side by side in one run: eager ops on device
+// tensors against the same function as a static graph compiled for the GPU
+// (tandem::cuda::compile), for the 8-op chain and the gradient of
+// sum(tanh(x*y+x)*y) of issue 14, with the device's copy bandwidth as the
+// limit. (The MLP's step is not here yet: a graph holding cross_entropy
+// cannot be compiled for the GPU while graph/ops.hpp traces such ops
+// through lambdas, whose closure types nvcc refuses in a kernel's template
+// arguments.) Times are CUDA-event medians of
+// whole calls (launches, allocation and the host's work included).
+//
+//   nvcc -O3 -std=c++20 --expt-relaxed-constexpr -arch=native -Iinclude -x cu \
+//        bench/cuda/graphs.cu -o cuda_graphs -lcublas && ./cuda_graphs
+//
+// bench/cuda/fused_bandwidth_torch.py measures PyTorch eager and
+// torch.compile on the same expressions.
+
+#include <tandem/cuda.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+namespace {
+
+using namespace tandem;
+
+const device gpu = device::cuda(0);
+
+// Milliseconds per call of `run`, the median of `reps` timed calls.
+template <class Run>
+float time_ms(Run run, int reps = 21) {
+  run();
+  synchronize(gpu);
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  std::vector<float> times;
+  for (int r = 0; r < reps; ++r) {
+    cudaEventRecord(start, detail::cuda::stream(0));
+    run();
+    cudaEventRecord(stop, detail::cuda::stream(0));
+    cudaEventSynchronize(stop);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    times.push_back(ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::nth_element(times.begin(), times.begin() + reps / 2, times.end());
+  return times[reps / 2];
+}
+
+void row(const char* what, float ms, double bytes) {
+  std::printf("%-44s %9.3f ms  %8.1f GB/s\n", what, ms, bytes / (ms * 1e-3) / 1e9);
+}
+
+}  // namespace
+
+int main() {
+  if (!cuda_is_available()) {
+    std::puts("no CUDA device is present");
+    return 77;
+  }
+  cudaDeviceProp properties{};
+  cudaGetDeviceProperties(&properties, 0);
+  std::printf("%s, tandem eager ops against static graphs compiled for the GPU\n\n", properties.name);
+
+  const std::int64_t n = std::int64_t{1} << 26;
+  generator gen(1);
+  tensor<float> x = uniform<float>({n}, -1, 1, gen, gpu), y = uniform<float>({n}, -1, 1, gen, gpu);
+  const double bytes = 4.0 * static_cast<double>(n);
+
+  row("copy (x.clone())", time_ms([&] { (void)x.clone(); }), 2 * bytes);
+
+  auto chain = [](const auto& v) {
+    auto a = v + v;
+    auto b = a * v;
+    auto c = b * 0.5f;
+    auto d = c + 1.0f;
+    auto e = tanh(d);
+    auto g = e * v;
+    auto h = g - 0.25f;
+    return h * h;
+  };
+  auto chain_graph = jit(chain);
+  cuda::compile(chain_graph, x);
+  row("8-op chain, eager", time_ms([&] { (void)chain(x); }), 2 * bytes);
+  row("8-op chain, static graph", time_ms([&] { (void)chain_graph(x); }), 2 * bytes);
+
+  auto loss = [](const auto& a, const auto& b) { return sum(tanh(a * b + a) * b); };
+  auto loss_graph = jit(loss);
+  cuda::compile(loss_graph, x, y);
+  // Reads x and y, writes both gradients.
+  row("grad of sum(tanh(x*y+x)*y), eager", time_ms([&] { (void)grad(loss, all_args)(x, y); }), 4 * bytes);
+  row("grad of sum(tanh(x*y+x)*y), static graph", time_ms([&] { (void)grad(loss_graph, all_args)(x, y); }),
+      4 * bytes);
+
+  return 0;
+}
