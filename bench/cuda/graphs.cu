@@ -20,6 +20,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "../chain.hpp"
+
 namespace {
 
 using namespace tandem;
@@ -72,16 +74,7 @@ int main() {
 
   row("copy (x.clone())", time_ms([&] { (void)x.clone(); }), 2 * bytes);
 
-  auto chain = [](const auto& v) {
-    auto a = v + v;
-    auto b = a * v;
-    auto c = b * 0.5f;
-    auto d = c + 1.0f;
-    auto e = tanh(d);
-    auto g = e * v;
-    auto h = g - 0.25f;
-    return h * h;
-  };
+  const auto& chain = bench::tanh_chain_graph;
   auto chain_graph = jit(chain);
   cuda::compile(chain_graph, x);
   row("8-op chain, eager", time_ms([&] { (void)chain(x); }), 2 * bytes);

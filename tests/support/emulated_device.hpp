@@ -16,24 +16,11 @@
 #include <memory>
 #include <vector>
 
+#include "support/check.hpp"
 #include "support/stand_in_device.hpp"
 #include "tandem/kernels/cuda/install.hpp"
 
 namespace tandem::test {
-
-// Visits every index of `extents` in row-major order.
-template <class F>
-void for_each_position(const shape& extents, F&& visit) {
-  const std::int64_t count = numel(extents);
-  std::vector<std::int64_t> index(extents.size(), 0);
-  for (std::int64_t i = 0; i < count; ++i) {
-    visit(index);
-    for (std::size_t axis = extents.size(); axis-- > 0;) {
-      if (++index[axis] < extents[axis]) break;
-      index[axis] = 0;
-    }
-  }
-}
 
 inline std::int64_t offset_of(const std::vector<std::int64_t>& index, const detail::dims& strides) {
   std::int64_t offset = 0;
@@ -50,7 +37,7 @@ struct emulated_backend {
   template <class R, class C, class Op, class... In>
   static void elementwise_loop(const Op& op, int, const shape& out_shape, R* out, const detail::dims& out_strides,
                                const detail::device_operand<In>&... in) {
-    for_each_position(out_shape, [&](const std::vector<std::int64_t>& index) {
+    for_each_index(out_shape, [&](const std::vector<std::int64_t>& index) {
       out[offset_of(index, out_strides)] = static_cast<R>(op(static_cast<C>(read_operand(in, index))...));
     });
   }
@@ -62,7 +49,7 @@ struct emulated_backend {
   template <class R, class C, class Op, std::size_t M, class... In>
   static void elementwise_outputs_loop(const Op& op, int, const shape& out_shape, const std::array<R*, M>& out,
                                        const detail::dims& out_strides, const detail::device_operand<In>&... in) {
-    for_each_position(out_shape, [&](const std::vector<std::int64_t>& index) {
+    for_each_index(out_shape, [&](const std::vector<std::int64_t>& index) {
       const auto values = op(static_cast<C>(read_operand(in, index))...);
       const std::int64_t o = offset_of(index, out_strides);
       for (std::size_t k = 0; k < M; ++k) out[k][o] = static_cast<R>(values[k]);
@@ -84,10 +71,10 @@ struct emulated_backend {
     while (threads < 256 && threads < length) threads *= 2;
     std::vector<const T*> elements;
     std::int64_t o = 0;
-    for_each_position(kept_shape, [&](const std::vector<std::int64_t>& kept) {
+    for_each_index(kept_shape, [&](const std::vector<std::int64_t>& kept) {
       const T* base = in + offset_of(kept, kept_strides);
       elements.clear();
-      for_each_position(reduced_shape, [&](const std::vector<std::int64_t>& reduced) {
+      for_each_index(reduced_shape, [&](const std::vector<std::int64_t>& reduced) {
         elements.push_back(base + offset_of(reduced, reduced_strides));
       });
       std::unique_ptr<A[]> partial(new A[static_cast<std::size_t>(threads)]);

@@ -275,11 +275,11 @@ class executor final : public graph_run {
   tensor<value_of_t<R>> run_group_on_device(const sym<R>& s, const void* key);
   template <class N>
   tensor<value_of_t<N>> run_summation_on_device(const sym<N>& s, const void* key);
-  template <class Kernel, class G, class Operands>
-  void group_backward_on_device(const Kernel& kernel, const G& g, const Operands& operands, const operand_keys& keys,
-                                const shape& out_shape);
   template <class R, class C, class Kernel, class Operands>
   void launch_group(const Kernel& kernel, const tensor<R>& out, const Operands& operands);
+  template <class C, class Op, std::size_t M, class... In>
+  void launch_adjoints(const Op& op, std::array<tensor<C>, M>& adjoints, const shape& out_shape, const tensor<C>& seed,
+                       const tensor<In>&... operands);
 
   // graph/execute/epilogue.hpp: a matmul running its reader's group as its epilogue.
   template <std::size_t At, class T, class Kernel, class P, class Operands>

@@ -8,7 +8,8 @@ namespace tandem::detail {
 
 // One pass over the group's output writes the adjoint of every floating
 // operand (the forward is recomputed in registers, never stored); each is
-// then summed over the axes its operand was broadcast along.
+// then summed over the axes its operand was broadcast along. On a device,
+// the pass is one launch of the group's adjoint kernel (on_device.hpp).
 template <class Root, class Inputs, bool OnDevice>
 template <class Kernel, class G, class Operands>
 void executor<Root, Inputs, OnDevice>::group_backward(const Kernel& kernel, const G& g, const Operands& operands, const operand_keys& keys,
@@ -19,26 +20,28 @@ void executor<Root, Inputs, OnDevice>::group_backward(const Kernel& kernel, cons
   if constexpr (m > 0) {
     tensor<C> seed = converted<C>(g);
     std::array<tensor<C>, m> adjoint;
-    output_set<C, m> outs;
-    for (std::size_t k = 0; k < m; ++k) {
-      adjoint[k] = tensor<C>(out_shape);
-      outs.data[k] = adjoint[k].data();
-    }
+    for (std::size_t k = 0; k < m; ++k) adjoint[k] = tensor<C>(out_shape, device_);
     [&]<std::size_t... F, std::size_t... J>(std::index_sequence<F...>, std::index_sequence<J...>) {
       gather_adjoints<Kernel, wanted[F]...> op{kernel};
       static_assert(std::is_same_v<row_signature<C, C, decltype(op), output_set<C, m>, C,
                                                  value_of_t_tensor<std::tuple_element_t<J, Operands>>...>,
                                    typename group_rows<Root, typename Kernel::group_class>::adjoint>,
                     "tandem internal: graph/execute/rows.hpp must name the row a group's backward runs");
-      if (common_contiguous_shape(seed, std::get<J>(operands)...))
-        elementwise_flat<C, C>(op, numel(out_shape), outs, flat_operand<C>{seed.data(), 1},
-                               flat_operand<value_of_t_tensor<std::tuple_element_t<J, Operands>>>{
-                                   std::get<J>(operands).data(), 1}...);
-      else
-        elementwise<C, C>(op, out_shape, outs, contiguous_strides(out_shape),
-                          operand<C>{seed.data(), broadcast_strides(seed, out_shape)},
-                          operand<value_of_t_tensor<std::tuple_element_t<J, Operands>>>{
-                              std::get<J>(operands).data(), broadcast_strides(std::get<J>(operands), out_shape)}...);
+      if constexpr (OnDevice) {
+        launch_adjoints<C>(op, adjoint, out_shape, seed, std::get<J>(operands)...);
+      } else {
+        output_set<C, m> outs;
+        for (std::size_t k = 0; k < m; ++k) outs.data[k] = adjoint[k].data();
+        if (common_contiguous_shape(seed, std::get<J>(operands)...))
+          elementwise_flat<C, C>(op, numel(out_shape), outs, flat_operand<C>{seed.data(), 1},
+                                 flat_operand<value_of_t_tensor<std::tuple_element_t<J, Operands>>>{
+                                     std::get<J>(operands).data(), 1}...);
+        else
+          elementwise<C, C>(op, out_shape, outs, contiguous_strides(out_shape),
+                            operand<C>{seed.data(), broadcast_strides(seed, out_shape)},
+                            operand<value_of_t_tensor<std::tuple_element_t<J, Operands>>>{
+                                std::get<J>(operands).data(), broadcast_strides(std::get<J>(operands), out_shape)}...);
+      }
       (send_adjoint<wanted[F]>(adjoint[F], operands, keys), ...);
     }(std::make_index_sequence<m>{}, std::make_index_sequence<std::tuple_size_v<Operands>>{});
   }

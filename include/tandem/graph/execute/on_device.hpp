@@ -85,7 +85,7 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group_on_device(cons
     if (for_backward_) {
       require_derivatives<kernel_type>();
       steps_.push_back({key, [kernel, operands, keys, out_shape](executor& self, const any_tensor& g) {
-                          self.group_backward_on_device(kernel, std::get<tensor<T>>(g), operands, keys, out_shape);
+                          self.group_backward(kernel, std::get<tensor<T>>(g), operands, keys, out_shape);
                         }});
     }
   }
@@ -123,47 +123,27 @@ tensor<value_of_t<N>> executor<Root, Inputs, OnDevice>::run_summation_on_device(
       steps_.push_back({key, [kernel, operands, keys, extent, kept_dims, seed_scale](executor& self, const any_tensor& g) {
                           tensor<T> seed = std::get<tensor<T>>(g).reshape(kept_dims);
                           if (seed_scale != T(1)) seed = seed * seed_scale;
-                          self.group_backward_on_device(kernel, seed, operands, keys, extent);
+                          self.group_backward(kernel, seed, operands, keys, extent);
                         }});
     }
   }
   return out;
 }
 
-// One launch writes the adjoint of every floating operand over the group's
-// shape (the forward recomputed in registers); each is then summed to its
-// operand's shape.
+// The adjoint row (gather_adjoints) over the group's shape: one launch
+// writing every adjoint, the seed and the operands read through their
+// strides.
 template <class Root, class Inputs, bool OnDevice>
-template <class Kernel, class G, class Operands>
-void executor<Root, Inputs, OnDevice>::group_backward_on_device(const Kernel& kernel, const G& g,
-                                                                const Operands& operands, const operand_keys& keys,
-                                                                const shape& out_shape) {
-  using C = typename Kernel::compute_type;
-  constexpr auto wanted = floating_operand_positions<Operands>();
-  constexpr std::size_t m = wanted.size();
-  if constexpr (m > 0) {
-    tensor<C> seed = converted<C>(g);
-    std::array<tensor<C>, m> adjoint;
-    std::array<C*, m> outs{};
-    for (std::size_t k = 0; k < m; ++k) {
-      adjoint[k] = tensor<C>(out_shape, device_);
-      outs[k] = adjoint[k].device_data();
-    }
-    [&]<std::size_t... F, std::size_t... J>(std::index_sequence<F...>, std::index_sequence<J...>) {
-      using op_type = gather_adjoints<Kernel, wanted[F]...>;
-      static_assert(std::is_same_v<row_signature<C, C, op_type, output_set<C, m>, C,
-                                                 value_of_t_tensor<std::tuple_element_t<J, Operands>>...>,
-                                   typename group_rows<Root, typename Kernel::group_class>::adjoint>,
-                    "tandem internal: graph/execute/rows.hpp must name the row a group's backward runs");
-      auto launch = cuda_elementwise_outputs_slot<C, C, op_type, m, C,
-                                                  value_of_t_tensor<std::tuple_element_t<J, Operands>>...>.load(
-          std::memory_order_acquire);
-      if (!launch) throw_missing_graph_kernel(Kernel::name);
-      launch(op_type{kernel}, device_.index(), out_shape, outs, contiguous_strides(out_shape),
-             strided_device_operand(seed, out_shape), strided_device_operand(std::get<J>(operands), out_shape)...);
-      (send_adjoint<wanted[F]>(adjoint[F], operands, keys), ...);
-    }(std::make_index_sequence<m>{}, std::make_index_sequence<std::tuple_size_v<Operands>>{});
-  }
+template <class C, class Op, std::size_t M, class... In>
+void executor<Root, Inputs, OnDevice>::launch_adjoints(const Op& op, std::array<tensor<C>, M>& adjoints,
+                                                       const shape& out_shape, const tensor<C>& seed,
+                                                       const tensor<In>&... operands) {
+  auto launch = cuda_elementwise_outputs_slot<C, C, Op, M, C, In...>.load(std::memory_order_acquire);
+  if (!launch) throw_missing_graph_kernel(decltype(Op::kernel)::name);
+  std::array<C*, M> outs{};
+  for (std::size_t k = 0; k < M; ++k) outs[k] = adjoints[k].device_data();
+  launch(op, device_.index(), out_shape, outs, contiguous_strides(out_shape), strided_device_operand(seed, out_shape),
+         strided_device_operand(operands, out_shape)...);
 }
 
 }  // namespace tandem::detail
