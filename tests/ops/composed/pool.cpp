@@ -38,7 +38,10 @@ tensor<T> tied_images(const shape& s, std::uint64_t seed) {
 
 TEST_CASE_TEMPLATE("the GPU's composition of pooling equals the host kernels, with the gradients", T, float, double) {
   std::uint64_t seed = 500;
-  for (const auto& [xs, o] : composed_pool_cases) {
+  // Not a structured binding: clang 14 cannot capture one in INFO's lambda.
+  for (const auto& pool_case : composed_pool_cases) {
+    const shape& xs = pool_case.first;
+    const pool2d_options& o = pool_case.second;
     INFO("input " << to_string(xs));
     detail::pool_geometry g = detail::pool_geometry_of("max_pool2d", xs, o);
     for (bool tied : {false, true}) {
