@@ -116,8 +116,7 @@ run_result train(const std::string& name, run_mode m, const dataset& train_set, 
   std::optional<dist::data_parallel> replicas;
   if (place.ranks > 1) over_ranks = replicas.emplace(model).gradient_hook();
 #endif
-  nn::train_step step([&model](const auto& images, const auto& labels) { return cross_entropy(model(images), labels); },
-                      optimizer, over_ranks);
+  nn::train_step step(fashion::classification_loss<Model>{&model}, optimizer, over_ranks);
   // The eager step unchanged, its elementwise ops fused at run time.
   auto captured_step = capture(
       [&step](const tensor<float>& images, const tensor<std::int64_t>& labels) { return step(images, labels); });

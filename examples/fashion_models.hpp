@@ -42,4 +42,14 @@ struct cnn : nn::module<cnn> {
   }
 };
 
+// The training loss: cross-entropy of a classifier's logits. A function
+// object with a name, so that the demo's unit compiled by nvcc can name
+// the training step's graph (static_graph<classification_loss<Model>>) and
+// compile its kernels for the GPU (examples/cuda_kernels.cu).
+template <class Model>
+struct classification_loss {
+  const Model* model;
+  auto operator()(const auto& images, const auto& labels) const { return cross_entropy((*model)(images), labels); }
+};
+
 }  // namespace fashion

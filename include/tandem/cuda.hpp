@@ -71,6 +71,15 @@ void compile_elementwise() {
   detail::device_kernels::install_op<detail::cuda::cuda_backend, Op, In...>();
 }
 
+// The same for static_graph<F> called with arguments of types A..., where
+// the types are known but not the objects (a program whose graphs live in
+// units compiled by the host compiler: examples/cuda_kernels.cu). A
+// train_step's graph is static_graph<Loss>.
+template <class F, class... A>
+void compile_graph() {
+  detail::device_kernels::install_graph<detail::cuda::cuda_backend, F, A...>();
+}
+
 // Compiles a static graph's fused kernels for the GPU, for arguments of the
 // types of `a` (their values and devices do not matter): each fusion group
 // becomes one kernel forward and one backward, built from the same
@@ -80,7 +89,7 @@ void compile_elementwise() {
 // scan are refused at compile time.
 template <class F, class... A>
 void compile(const static_graph<F>&, const A&...) {
-  detail::device_kernels::install_graph<detail::cuda::cuda_backend, F, A...>();
+  compile_graph<F, A...>();
 }
 
 // A training step under jit (nn::train_step): its graph.

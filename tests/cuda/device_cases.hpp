@@ -434,3 +434,31 @@ TEST_CASE("a jit training step runs as one static graph on the GPU") {
   test::check_values(gpu_layer.weight.cpu(), host_layer.weight, "weights after 3 steps", 1e-5, 1e-6);
   test::check_values(gpu_layer.bias.cpu(), host_layer.bias, "bias after 3 steps", 1e-5, 1e-6);
 }
+
+// Every op a graph runs through an eager kernel (convolution, batch norm,
+// pooling, cross-entropy), inside one training step compiled for the GPU.
+TEST_CASE("a jit training step of a CNN with cross-entropy runs as one static graph on the GPU") {
+  generator host_gen(47), gpu_gen(47);
+  small_cnn host_model(host_gen), gpu_model(gpu_gen);
+  gpu_model.to(gpu);
+  nn::adam host_adam(host_model.named_parameters(), {.lr = 1e-2});
+  nn::adam gpu_adam(gpu_model.named_parameters(), {.lr = 1e-2});
+  auto host_step = jit(nn::train_step(
+      [&](const auto& x, const auto& t) { return nn::cross_entropy(host_model(x), t); }, host_adam));
+  auto gpu_step = jit(nn::train_step(
+      [&](const auto& x, const auto& t) { return nn::cross_entropy(gpu_model(x), t); }, gpu_adam));
+  tensor<float> x = test::random_tensor<float>({6, 1, 8, 8}, -1, 1, 48);
+  tensor<std::int64_t> t{0, 2, 1, 1, 0, 2};
+  compile_graph(gpu_step, x, t);
+  for (int step = 0; step < 3; ++step) {
+    float host_loss = host_step(x, t).item();
+    float gpu_loss = gpu_step(x.cuda(), t.cuda()).item();
+    CHECK(gpu_loss == doctest::Approx(host_loss).epsilon(1e-4));
+  }
+  CHECK(planned_on_gpu(gpu_step.graph().statistics()));
+  test::check_values(gpu_model.conv.weight.cpu(), host_model.conv.weight, "convolution weights after 3 steps", 1e-4,
+                     1e-5);
+  test::check_values(gpu_model.norm.running_var.cpu(), host_model.norm.running_var, "running variance after 3 steps",
+                     1e-4, 1e-5);
+  test::check_values(gpu_model.out.weight.cpu(), host_model.out.weight, "output weights after 3 steps", 1e-4, 1e-5);
+}

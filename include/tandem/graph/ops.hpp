@@ -163,6 +163,136 @@ struct unit_axis {
   }
 };
 
+
+// The other ops a graph runs through their eager kernels, as function
+// objects with names rather than lambdas: a fused group's type names the
+// graph it belongs to, and nvcc refuses a lambda's closure type among a
+// kernel's template arguments, so a graph holding a lambda could not be
+// compiled for the GPU (tandem::cuda::compile).
+struct product_over {
+  axes ax;
+  bool keepdims;
+  template <class T>
+  auto operator()(const tensor<T>& t) const {
+    return prod(t, ax, keepdims);
+  }
+};
+template <bool Max>
+struct extreme_index {
+  axes ax;
+  bool keepdims;
+  template <class T>
+  auto operator()(const tensor<T>& t) const {
+    if constexpr (Max) return argmax(t, ax, keepdims);
+    else return argmin(t, ax, keepdims);
+  }
+};
+struct variance_over {
+  axes ax;
+  bool keepdims;
+  std::int64_t correction;
+  template <class T>
+  auto operator()(const tensor<T>& t) const {
+    return var(t, ax, keepdims, correction);
+  }
+};
+struct logsumexp_over {
+  axes ax;
+  bool keepdims;
+  template <class T>
+  auto operator()(const tensor<T>& t) const {
+    return logsumexp(t, ax, keepdims);
+  }
+};
+template <bool Sum>
+struct shape_broadcast {
+  shape target;
+  template <class T>
+  auto operator()(const tensor<T>& t) const {
+    if constexpr (Sum) return sum_to(t, target);
+    else return broadcast_to(t, target);
+  }
+};
+struct convolution {
+  conv2d_options options;
+  template <class T, class K>
+  auto operator()(const tensor<T>& x, const tensor<K>& w) const {
+    return conv2d(x, w, options);
+  }
+  template <class T, class K, class B>
+  auto operator()(const tensor<T>& x, const tensor<K>& w, const tensor<B>& bias) const {
+    return conv2d(x, w, bias, options);
+  }
+};
+struct batch_normalization {
+  double eps;
+  template <class T, class W, class B>
+  auto operator()(const tensor<T>& x, const tensor<W>& weight, const tensor<B>& bias) const {
+    return batch_normalize(x, weight, bias, eps);
+  }
+};
+template <bool Max>
+struct window_pooling {
+  pool2d_options options;
+  template <class T>
+  auto operator()(const tensor<T>& t) const {
+    if constexpr (Max) return max_pool2d(t, options);
+    else return avg_pool2d(t, options);
+  }
+};
+struct cross_entropy_of {
+  reduction how;
+  template <class L, class I>
+  auto operator()(const tensor<L>& logits, const tensor<I>& target) const {
+    return cross_entropy(logits, target, how);
+  }
+};
+template <bool Gather>
+struct index_read {
+  std::int64_t axis;
+  template <class T, class I>
+  auto operator()(const tensor<T>& t, const tensor<I>& index) const {
+    if constexpr (Gather) return gather(t, axis, index);
+    else return index_select(t, axis, index);
+  }
+};
+template <bool Scatter>
+struct index_accumulation {
+  std::int64_t axis;
+  template <class T, class I, class S>
+  auto operator()(const tensor<T>& t, const tensor<I>& index, const tensor<S>& source) const {
+    if constexpr (Scatter) return scatter_add(t, axis, index, source);
+    else return index_add(t, axis, index, source);
+  }
+};
+template <class T>
+struct one_hot_encoding {
+  std::int64_t classes;
+  template <class I>
+  auto operator()(const tensor<I>& index) const {
+    return one_hot<T>(index, classes);
+  }
+};
+// A layer whose work depends on its state (its mode, its generator), as
+// the node that runs it (nn::dropout, nn::batch_norm). The layer's type is
+// erased: a node type that named an nn type would bring namespace
+// tandem::nn into the argument-dependent lookup of every call on the
+// graph's values, and `cross_entropy(model(x), y)` would be ambiguous
+// between tandem's and tandem::nn's.
+template <class T>
+struct layer_call {
+  const void* layer;
+  tensor<T> (*run)(const void* layer, const tensor<T>& x);
+  tensor<T> operator()(const tensor<T>& x) const { return run(layer, x); }
+};
+struct strided_take {
+  std::int64_t axis, first, count, step;
+  template <class T>
+  auto operator()(const tensor<T>& t) const {
+    return t.take(axis, first, count, step);
+  }
+};
+
 }  // namespace detail
 
 template <class N>
@@ -175,7 +305,7 @@ auto mean(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) 
 }
 template <class N>
 auto prod(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) {
-  return detail::apply_eager("prod", [ax, keepdims](const auto& t) { return prod(t, ax, keepdims); }, x);
+  return detail::apply_eager("prod", detail::product_over{ax, keepdims}, x);
 }
 template <class N>
 auto max(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) {
@@ -187,28 +317,27 @@ auto min(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) {
 }
 template <class N>
 auto argmax(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) {
-  return detail::apply_eager("argmax", [ax, keepdims](const auto& t) { return argmax(t, ax, keepdims); }, x);
+  return detail::apply_eager("argmax", detail::extreme_index<true>{ax, keepdims}, x);
 }
 template <class N>
 auto argmin(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) {
-  return detail::apply_eager("argmin", [ax, keepdims](const auto& t) { return argmin(t, ax, keepdims); }, x);
+  return detail::apply_eager("argmin", detail::extreme_index<false>{ax, keepdims}, x);
 }
 template <class N>
 auto var(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false, std::int64_t correction = 1) {
-  return detail::apply_eager(
-      "var", [ax, keepdims, correction](const auto& t) { return var(t, ax, keepdims, correction); }, x);
+  return detail::apply_eager("var", detail::variance_over{ax, keepdims, correction}, x);
 }
 template <class N>
 auto logsumexp(const sym<N>& x, const axes& ax = axes::all(), bool keepdims = false) {
-  return detail::apply_eager("logsumexp", [ax, keepdims](const auto& t) { return logsumexp(t, ax, keepdims); }, x);
+  return detail::apply_eager("logsumexp", detail::logsumexp_over{ax, keepdims}, x);
 }
 template <class N>
 auto sum_to(const sym<N>& x, const shape& target) {
-  return detail::apply_eager("sum_to", [target](const auto& t) { return sum_to(t, target); }, x);
+  return detail::apply_eager("sum_to", detail::shape_broadcast<true>{target}, x);
 }
 template <class N>
 auto broadcast_to(const sym<N>& x, const shape& target) {
-  return detail::apply_eager("broadcast_to", [target](const auto& t) { return broadcast_to(t, target); }, x);
+  return detail::apply_eager("broadcast_to", detail::shape_broadcast<false>{target}, x);
 }
 template <class N>
 auto softmax(const sym<N>& x, std::int64_t axis = -1) {
@@ -228,17 +357,15 @@ auto matmul(const A& a, const B& b) {
 template <class X, class W>
   requires detail::any_symbolic<X, W> && detail::has_elements<X> && detail::has_elements<W>
 auto conv2d(const X& x, const W& w, const conv2d_options& options = {}) {
-  return detail::apply_eager(
-      "conv2d", [options](const auto& a, const auto& k) { return conv2d(a, k, options); }, detail::operand_symbol(x),
-      detail::operand_symbol(w));
+  return detail::apply_eager("conv2d", detail::convolution{options}, detail::operand_symbol(x),
+                             detail::operand_symbol(w));
 }
 template <class X, class W, class B>
   requires detail::any_symbolic<X, W, B> && detail::has_elements<X> && detail::has_elements<W> &&
            detail::has_elements<B>
 auto conv2d(const X& x, const W& w, const B& bias, const conv2d_options& options = {}) {
   return detail::apply_eager(
-      "conv2d", [options](const auto& a, const auto& k, const auto& b) { return conv2d(a, k, b, options); },
-      detail::operand_symbol(x), detail::operand_symbol(w), detail::operand_symbol(bias));
+      "conv2d", detail::convolution{options}, detail::operand_symbol(x), detail::operand_symbol(w), detail::operand_symbol(bias));
 }
 
 template <class X, class W, class B>
@@ -246,25 +373,23 @@ template <class X, class W, class B>
            detail::has_elements<B>
 auto batch_normalize(const X& x, const W& weight, const B& bias, double eps) {
   return detail::apply_eager(
-      "batch_normalize", [eps](const auto& a, const auto& w, const auto& b) { return batch_normalize(a, w, b, eps); },
-      detail::operand_symbol(x), detail::operand_symbol(weight), detail::operand_symbol(bias));
+      "batch_normalize", detail::batch_normalization{eps}, detail::operand_symbol(x), detail::operand_symbol(weight), detail::operand_symbol(bias));
 }
 
 template <class N>
 auto max_pool2d(const sym<N>& x, const pool2d_options& options = {}) {
-  return detail::apply_eager("max_pool2d", [options](const auto& t) { return max_pool2d(t, options); }, x);
+  return detail::apply_eager("max_pool2d", detail::window_pooling<true>{options}, x);
 }
 template <class N>
 auto avg_pool2d(const sym<N>& x, const pool2d_options& options = {}) {
-  return detail::apply_eager("avg_pool2d", [options](const auto& t) { return avg_pool2d(t, options); }, x);
+  return detail::apply_eager("avg_pool2d", detail::window_pooling<false>{options}, x);
 }
 
-template <class L, class Target, class... Options>
+template <class L, class Target>
   requires detail::any_symbolic<L, Target> && detail::has_elements<L> && detail::has_elements<Target>
-auto cross_entropy(const L& logits, const Target& target, const Options&... options) {
-  return detail::apply_eager(
-      "cross_entropy", [options...](const auto& x, const auto& t) { return cross_entropy(x, t, options...); },
-      detail::operand_symbol(logits), detail::operand_symbol(target));
+auto cross_entropy(const L& logits, const Target& target, reduction how = reduction::mean) {
+  return detail::apply_eager("cross_entropy", detail::cross_entropy_of{how}, detail::operand_symbol(logits),
+                             detail::operand_symbol(target));
 }
 
 // The index ops, with any of their tensors symbolic (an index may be a
@@ -273,36 +398,31 @@ template <class X, class I>
   requires detail::any_symbolic<X, I> && detail::has_elements<X> && detail::has_elements<I>
 auto index_select(const X& x, std::int64_t axis, const I& index) {
   return detail::apply_eager(
-      "index_select", [axis](const auto& t, const auto& i) { return index_select(t, axis, i); },
-      detail::operand_symbol(x), detail::operand_symbol(index));
+      "index_select", detail::index_read<false>{axis}, detail::operand_symbol(x), detail::operand_symbol(index));
 }
 template <class X, class I>
   requires detail::any_symbolic<X, I> && detail::has_elements<X> && detail::has_elements<I>
 auto gather(const X& x, std::int64_t axis, const I& index) {
-  return detail::apply_eager(
-      "gather", [axis](const auto& t, const auto& i) { return gather(t, axis, i); }, detail::operand_symbol(x),
-      detail::operand_symbol(index));
+  return detail::apply_eager("gather", detail::index_read<true>{axis}, detail::operand_symbol(x),
+                             detail::operand_symbol(index));
 }
 template <class X, class I, class S>
   requires detail::any_symbolic<X, I, S> && detail::has_elements<X> && detail::has_elements<I> &&
            detail::has_elements<S>
 auto index_add(const X& x, std::int64_t axis, const I& index, const S& source) {
   return detail::apply_eager(
-      "index_add", [axis](const auto& t, const auto& i, const auto& s) { return index_add(t, axis, i, s); },
-      detail::operand_symbol(x), detail::operand_symbol(index), detail::operand_symbol(source));
+      "index_add", detail::index_accumulation<false>{axis}, detail::operand_symbol(x), detail::operand_symbol(index), detail::operand_symbol(source));
 }
 template <class X, class I, class S>
   requires detail::any_symbolic<X, I, S> && detail::has_elements<X> && detail::has_elements<I> &&
            detail::has_elements<S>
 auto scatter_add(const X& x, std::int64_t axis, const I& index, const S& source) {
   return detail::apply_eager(
-      "scatter_add", [axis](const auto& t, const auto& i, const auto& s) { return scatter_add(t, axis, i, s); },
-      detail::operand_symbol(x), detail::operand_symbol(index), detail::operand_symbol(source));
+      "scatter_add", detail::index_accumulation<true>{axis}, detail::operand_symbol(x), detail::operand_symbol(index), detail::operand_symbol(source));
 }
 template <class T = std::int64_t, class N>
 auto one_hot(const sym<N>& indices, std::int64_t classes) {
-  return detail::apply_eager(
-      "one_hot", [classes](const auto& i) { return one_hot<T>(i, classes); }, indices);
+  return detail::apply_eager("one_hot", detail::one_hot_encoding<T>{classes}, indices);
 }
 
 // The view ops, as functions of symbolic values (sym's members call these).
@@ -332,8 +452,7 @@ auto squeeze(const sym<N>& x, std::int64_t axis) {
 }
 template <class N>
 auto take(const sym<N>& x, std::int64_t axis, std::int64_t first, std::int64_t count, std::int64_t step) {
-  return detail::apply_eager(
-      "take", [=](const auto& t) { return t.take(axis, first, count, step); }, x);
+  return detail::apply_eager("take", detail::strided_take{axis, first, count, step}, x);
 }
 
 }  // namespace tandem

@@ -23,11 +23,16 @@ class dropout : public module<dropout> {
 
   template <class X>
   auto forward(const X& x) const {
-    const dropout* self = this;
-    return tandem::detail::call_or_trace("dropout", [self](const auto& t) { return self->apply(t); }, x);
+    using T = typename X::value_type;
+    return tandem::detail::call_or_trace("dropout", tandem::detail::layer_call<T>{this, &applied<T>}, x);
   }
 
  private:
+  template <class T>
+  static tensor<T> applied(const void* self, const tensor<T>& x) {
+    return static_cast<const dropout*>(self)->apply(x);
+  }
+
   template <class T>
   tensor<T> apply(const tensor<T>& x) const {
     if (!this->is_training() || p_ == 0) return x * T(1);

@@ -13,6 +13,22 @@
 #include "tandem/nn/module.hpp"
 #include "tandem/ops/shape.hpp"
 
+namespace tandem::detail {
+
+// The table's rows at the indices, shaped as the indices plus the row: a
+// function object with a name for the graph's node (graph/ops.hpp says
+// why), in tandem::detail as the graph's own are (layer_call says why).
+struct table_rows {
+  template <class T, class I>
+  tensor<T> operator()(const tensor<T>& table, const tensor<I>& index) const {
+    shape out = index.shape();
+    out.push_back(table.shape(1));
+    return index_select(table, 0, index.reshape({-1})).reshape(out);
+  }
+};
+
+}  // namespace tandem::detail
+
 namespace tandem::nn {
 
 template <floating_element T = float>
@@ -27,14 +43,7 @@ class embedding : public module<embedding<T>> {
 
   template <class I>
   auto forward(const I& indices) const {
-    return tandem::detail::call_or_trace(
-        "embedding",
-        [](const auto& table, const auto& index) {
-          shape out = index.shape();
-          out.push_back(table.shape(1));
-          return index_select(table, 0, index.reshape({-1})).reshape(out);
-        },
-        weight, indices);
+    return tandem::detail::call_or_trace("embedding", tandem::detail::table_rows{}, weight, indices);
   }
 
  private:

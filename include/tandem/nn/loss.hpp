@@ -15,23 +15,41 @@
 #include "tandem/ops/shape.hpp"
 #include "tandem/ops/softmax.hpp"
 
-namespace tandem::nn {
+namespace tandem::detail {
 
-namespace detail {
-
-template <class X>
-auto reduced(const X& x, reduction how) {
-  if constexpr (is_symbolic_v<X>) {
-    // One node type whatever `how` is (sum and mean are different types).
-    return tandem::detail::apply_eager("loss_reduction", [how](const auto& t) { return reduced(t, how); }, x);
-  } else {
+// Function objects with names for the graph's nodes (graph/ops.hpp says
+// why), in tandem::detail as the graph's own are (layer_call says why).
+struct loss_reduction {
+  reduction how;
+  template <class T>
+  tensor<T> operator()(const tensor<T>& x) const {
     if (how == reduction::sum) return sum(x);
     if (how == reduction::mean) return mean(x);
     return x;
   }
+};
+
+template <class X>
+auto loss_reduced(const X& x, reduction how) {
+  // One node type whatever `how` is (sum and mean are different types).
+  if constexpr (is_symbolic_v<X>) return apply_eager("loss_reduction", loss_reduction{how}, x);
+  else return loss_reduction{how}(x);
 }
 
-}  // namespace detail
+struct negative_log_likelihood {
+  reduction how;
+  template <class F, class I>
+  tensor<F> operator()(const tensor<F>& log_probs, const tensor<I>& target) const {
+    if (log_probs.dim() != 2 || target.dim() != 1 || target.shape(0) != log_probs.shape(0))
+      throw shape_error("tandem::nn::nll_loss: expected log-probabilities [N, C] and targets [N], got " +
+                        to_string(log_probs.shape()) + " and " + to_string(target.shape()));
+    return loss_reduced(-sum(log_probs * one_hot<F>(target, log_probs.shape(1)), 1), how);
+  }
+};
+
+}  // namespace tandem::detail
+
+namespace tandem::nn {
 
 struct cross_entropy_options {
   double label_smoothing = 0;
@@ -49,7 +67,7 @@ auto cross_entropy(const L& logits, const T& target, const cross_entropy_options
   auto hard = tandem::cross_entropy(logits, target, options.how);
   if constexpr (!tandem::detail::any_symbolic<L, T>)
     if (e == 0) return hard;
-  auto uniform = detail::reduced(-mean(log_softmax(logits, 1), 1), options.how);
+  auto uniform = tandem::detail::loss_reduced(-mean(log_softmax(logits, 1), 1), options.how);
   return hard * (1 - e) + uniform * e;
 }
 
@@ -57,29 +75,20 @@ auto cross_entropy(const L& logits, const T& target, const cross_entropy_options
 // [N]: -log_probs[i, target[i]], reduced.
 template <class L, class T>
 auto nll_loss(const L& log_probs, const T& target, reduction how = reduction::mean) {
-  return tandem::detail::call_or_trace(
-      "nll_loss",
-      [how](const auto& lp, const auto& t) {
-        if (lp.dim() != 2 || t.dim() != 1 || t.shape(0) != lp.shape(0))
-          throw shape_error("tandem::nn::nll_loss: expected log-probabilities [N, C] and targets [N], got " +
-                            to_string(lp.shape()) + " and " + to_string(t.shape()));
-        using F = typename std::decay_t<decltype(lp)>::value_type;
-        return detail::reduced(-sum(lp * one_hot<F>(t, lp.shape(1)), 1), how);
-      },
-      log_probs, target);
+  return tandem::detail::call_or_trace("nll_loss", tandem::detail::negative_log_likelihood{how}, log_probs, target);
 }
 
 // Mean squared error: (prediction - target)^2, reduced.
 template <class P, class T>
 auto mse_loss(const P& prediction, const T& target, reduction how = reduction::mean) {
-  return detail::reduced(square(prediction - target), how);
+  return tandem::detail::loss_reduced(square(prediction - target), how);
 }
 
 // Binary cross-entropy of logits x against targets t in [0, 1], stable for
 // any x: max(x, 0) - x t + log(1 + exp(-|x|)).
 template <class X, class T>
 auto bce_with_logits(const X& logits, const T& target, reduction how = reduction::mean) {
-  return detail::reduced(tandem::relu(logits) - logits * target + tandem::softplus(-tandem::abs(logits)), how);
+  return tandem::detail::loss_reduced(tandem::relu(logits) - logits * target + tandem::softplus(-tandem::abs(logits)), how);
 }
 
 }  // namespace tandem::nn

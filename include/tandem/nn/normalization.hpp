@@ -50,11 +50,14 @@ class batch_norm : public module<batch_norm<T, Rank>> {
 
   template <class X>
   auto forward(const X& x) const {
-    const batch_norm* self = this;
-    return tandem::detail::call_or_trace("batch_norm", [self](const auto& t) { return self->normalized(t); }, x);
+    return tandem::detail::call_or_trace("batch_norm", tandem::detail::layer_call<T>{this, &normalized_by}, x);
   }
 
  private:
+  static tensor<T> normalized_by(const void* self, const tensor<T>& x) {
+    return static_cast<const batch_norm*>(self)->normalized(x);
+  }
+
   static std::int64_t check(std::int64_t channels) {
     if (channels <= 0) throw value_error("tandem::nn::batch_norm: the channel count must be positive");
     return channels;
