@@ -2,24 +2,26 @@
 // tensors against the same function as a static graph compiled for the GPU
 // (tandem::cuda::compile), for the 8-op chain and the gradient of
 // sum(tanh(x*y+x)*y) of issue 14, with the device's copy bandwidth as the
-// limit. (The MLP's step is not here yet: a graph holding cross_entropy
-// cannot be compiled for the GPU while graph/ops.hpp traces such ops
-// through lambdas, whose closure types nvcc refuses in a kernel's template
-// arguments.) Times are CUDA-event medians of
-// whole calls (launches, allocation and the host's work included).
+// limit, and the demo's MLP and CNN training steps (batch 128, Adam): eager
+// against nn::train_step under jit compiled for the GPU. Times are
+// CUDA-event medians of whole calls (launches, allocation and the host's
+// work included).
 //
 //   nvcc -O3 -std=c++20 --expt-relaxed-constexpr -arch=native -Iinclude -x cu \
 //        bench/cuda/graphs.cu -o cuda_graphs -lcublas && ./cuda_graphs
 //
-// bench/cuda/fused_bandwidth_torch.py measures PyTorch eager and
-// torch.compile on the same expressions.
+// bench/cuda/fused_bandwidth_torch.py and bench/cuda/training_torch.py
+// measure PyTorch eager and torch.compile on the same work.
 
 #include <tandem/cuda.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
+#include "../../examples/fashion_models.hpp"
 #include "../chain.hpp"
 
 namespace {
@@ -56,6 +58,30 @@ void row(const char* what, float ms, double bytes) {
   std::printf("%-44s %9.3f ms  %8.1f GB/s\n", what, ms, bytes / (ms * 1e-3) / 1e9);
 }
 
+// One training step of the model on a batch of 128 random images, eagerly
+// and as one static graph compiled for the GPU, each from the same seed.
+template <class Model>
+void training_rows(const char* name) {
+  generator data_gen(2);
+  tensor<float> images = uniform<float>({128, 784}, 0, 1, data_gen, gpu);
+  std::vector<std::int64_t> classes(128);
+  for (std::size_t i = 0; i < classes.size(); ++i) classes[i] = static_cast<std::int64_t>(i % 10);
+  tensor<std::int64_t> labels = from_vector(classes).to(gpu);
+  auto time_step = [&](bool compiled) {
+    generator gen(7);
+    Model model(gen);
+    model.to(gpu);
+    nn::adam optimizer(model.named_parameters(), {.lr = 1e-3});
+    nn::train_step step(fashion::classification_loss<Model>{&model}, optimizer);
+    if (!compiled) return time_ms([&] { (void)step(images, labels); });
+    auto graph = jit(std::move(step));
+    cuda::compile(graph, images, labels);
+    return time_ms([&] { (void)graph(images, labels); });
+  };
+  std::printf("%-44s %9.3f ms\n", (std::string(name) + " training step, eager").c_str(), time_step(false));
+  std::printf("%-44s %9.3f ms\n", (std::string(name) + " training step, static graph").c_str(), time_step(true));
+}
+
 }  // namespace
 
 int main() {
@@ -88,5 +114,7 @@ int main() {
   row("grad of sum(tanh(x*y+x)*y), static graph", time_ms([&] { (void)grad(loss_graph, all_args)(x, y); }),
       4 * bytes);
 
+  training_rows<fashion::mlp>("MLP 784-256-256-10");
+  training_rows<fashion::cnn>("CNN");
   return 0;
 }

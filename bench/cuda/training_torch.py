@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""PyTorch's twins of bench/cuda/graphs.cu's training steps on a GPU: the
+demo's MLP and CNN (bench/training_pytorch.py's models), batch 128 of
+random images, Adam (lr 1e-3), one step (zero_grad, forward, backward,
+update) eagerly and under torch.compile, timed as graphs.cu times tandem's
+(CUDA events, median of 21 steps). For comparison only: tandem never needs
+PyTorch.
+
+    python3 bench/cuda/training_torch.py
+"""
+
+import os
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from training_pytorch import CNN, MLP  # noqa: E402
+
+
+def time_ms(fn, reps=21):
+    for _ in range(5):  # warm-up (and compilation)
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times)
+
+
+def step_ms(make_model, compiled):
+    torch.manual_seed(7)
+    model = make_model().cuda()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    images = torch.rand(128, 784, device="cuda")
+    labels = (torch.arange(128) % 10).cuda()
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return time_ms(torch.compile(step) if compiled else step)
+
+
+def main():
+    print(f"{torch.cuda.get_device_name()}, PyTorch {torch.__version__}\n")
+    for name, make in (("MLP 784-256-256-10", MLP), ("CNN", CNN)):
+        for mode, compiled in (("eager", False), ("torch.compile", True)):
+            print(f"{name + ' training step, ' + mode:44s} {step_ms(make, compiled):9.3f} ms")
+
+
+if __name__ == "__main__":
+    main()
