@@ -22,6 +22,7 @@
 
 #include "tandem/kernels/cuda/elementwise.hpp"
 #include "tandem/kernels/cuda/gemm.hpp"
+#include "tandem/kernels/cuda/index.hpp"
 #include "tandem/kernels/cuda/install.hpp"
 #include "tandem/kernels/cuda/reduce.hpp"
 #include "tandem/kernels/cuda/runtime.hpp"
@@ -40,6 +41,18 @@ struct cuda_backend {
   template <class A, class R, class T, class Reducer>
   static cuda_reduce_kernel<A, R, T, Reducer> reduce() {
     return &launch_reduce<A, R, T, Reducer>;
+  }
+  template <class R, class Op, class... In>
+  static cuda_group_sum_kernel<R, Op, In...> group_sum() {
+    return &launch_group_sum<R, Op, In...>;
+  }
+  template <class T, bool Largest>
+  static cuda_arg_extreme_kernel<T, Largest> arg_extreme() {
+    return &launch_arg_extreme<T, Largest>;
+  }
+  template <class T>
+  static cuda_index_kernel<T> index() {
+    return &launch_index<T>;
   }
   template <class T>
   static cuda_gemm_kernel<T> gemm() {

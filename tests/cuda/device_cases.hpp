@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <tuple>
 
 #include "support/check.hpp"
@@ -173,6 +174,114 @@ TEST_CASE_TEMPLATE("reductions over any axes on the GPU give the CPU's values", 
     check_same(sum(on_device, 1), sum(matrix, 1), "sum over columns, " + layout);
   }
   check_same(sum(matrix.cuda().expand({3, 6, 7}), 0), sum(matrix.expand({3, 6, 7}), 0), "sum of a broadcast view");
+}
+
+namespace {
+
+void check_same_indices(const tensor<std::int64_t>& on_device, const tensor<std::int64_t>& on_host,
+                        const std::string& context) {
+  INFO(context);
+  CHECK(on_device.device() == gpu);
+  CHECK(on_device.shape() == on_host.shape());
+  CHECK(on_device.cpu().to_vector() == on_host.to_vector());
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("argmax and argmin on the GPU: ties and NaN go as on the host", T, float, double, std::int32_t) {
+  // Whole numbers in [-2, 2]: many ties.
+  tensor<T> grid = test::random_tensor<T>({3, 4, 5}, -2, 2, 50).template astype<std::int32_t>().template astype<T>();
+  if constexpr (std::is_floating_point_v<T>) {
+    std::vector<T> values = grid.to_vector();
+    values[7] = values[9] = values[33] = std::numeric_limits<T>::quiet_NaN();
+    grid = from_vector<T>(values, grid.shape());
+  }
+  const std::vector<std::vector<std::int64_t>> axis_sets{{0}, {1}, {2}, {0, 2}, {0, 1, 2}};
+  for (const auto& set : axis_sets) {
+    axes ax(std::span<const std::int64_t>(set.data(), set.size()));
+    for (bool keep : {false, true}) {
+      std::string context = "axes " + to_string(std::span<const std::int64_t>(set.data(), set.size())) +
+                            (keep ? ", kept" : "");
+      check_same_indices(argmax(grid.cuda(), ax, keep), argmax(grid, ax, keep), "argmax, " + context);
+      check_same_indices(argmin(grid.cuda(), ax, keep), argmin(grid, ax, keep), "argmin, " + context);
+    }
+  }
+  tensor<T> matrix = grid.reshape({6, 10});
+  for (auto& [layout, on_device] : device_layouts(matrix)) {
+    check_same_indices(argmax(on_device, 1), argmax(matrix, 1), "argmax along rows, " + layout);
+    check_same_indices(argmin(on_device, 0), argmin(matrix, 0), "argmin along columns, " + layout);
+  }
+  CHECK_THROWS_AS(argmax(zeros<T>({0, 3}).cuda(), 0), value_error);
+}
+
+TEST_CASE_TEMPLATE("index_select, gather, index_add and scatter_add on the GPU, with their gradients", T, float, double,
+                   std::int32_t, std::int64_t) {
+  tensor<T> x = test::random_tensor<T>({4, 5, 3}, -3, 3, 51);
+  const tensor<std::int64_t> rows{3, 0, 3, -1, 1};
+  for (std::int64_t axis : {0, 1, 2, -1}) {
+    INFO("axis " << axis);
+    const tensor<std::int64_t> picks = axis == 0 || axis == 1 ? rows : tensor<std::int64_t>{2, 0, 2, -1};
+    check_same(index_select(x.cuda(), axis, picks), index_select(x, axis, picks), "index_select");
+    check_same(index_select(x.cuda(), axis, picks.cuda()), index_select(x, axis, picks), "an index on the GPU");
+    tensor<T> source = test::random_tensor<T>(index_select(x, axis, picks).shape(), -3, 3, 52);
+    check_same(index_add(x.cuda(), axis, picks, source.cuda()), index_add(x, axis, picks, source),
+               "index_add, with repeated rows");
+  }
+  for (auto& [layout, on_device] : device_layouts(x.reshape({20, 3}))) {
+    tensor<T> host = on_device.cpu();
+    check_same(index_select(on_device, 0, rows), index_select(host, 0, rows), "index_select, " + layout);
+    check_same(index_select(on_device, 1, tensor<std::int64_t>{2, 2, 0}), index_select(host, 1, tensor<std::int64_t>{2, 2, 0}),
+               "index_select along columns, " + layout);
+  }
+  // gather and scatter_add: a full-rank index, smaller than x off the axis.
+  tensor<std::int64_t> index = test::random_tensor<std::int64_t>({3, 4, 2}, 0, 4, 53);
+  for (std::int64_t axis : {0, 1}) {
+    INFO("axis " << axis);
+    check_same(gather(x.cuda(), axis, index), gather(x, axis, index), "gather");
+    tensor<T> source = test::random_tensor<T>(index.shape(), -3, 3, 54);
+    check_same(scatter_add(x.cuda(), axis, index, source.cuda()), scatter_add(x, axis, index, source),
+               "scatter_add, with repeated positions");
+  }
+  CHECK_THROWS_AS(index_select(x.cuda(), 0, tensor<std::int64_t>{4}), index_error);
+  CHECK_THROWS_AS(gather(x.cuda(), 1, full<std::int64_t>({1, 1, 1}, 5)), index_error);
+  CHECK_THROWS_AS(index_add(x.cuda(), 0, rows, index_select(x, 0, rows)), device_error);
+
+  if constexpr (std::is_floating_point_v<T>) {
+    tensor<T> leaf = x.detach().set_requires_grad(), device_leaf = x.cuda().detach().set_requires_grad();
+    auto loss = [&](const tensor<T>& v) {
+      return sum(square(index_select(v, 1, rows))) + sum(gather(v, 0, index) * T(3));
+    };
+    loss(leaf).backward();
+    loss(device_leaf).backward();
+    check_same(device_leaf.grad(), leaf.grad(), "the gradients of index_select and gather");
+    tensor<T> base = test::random_tensor<T>({4, 5, 3}, -1, 1, 55);
+    tensor<T> source = test::random_tensor<T>(index_select(x, 0, rows).shape(), -1, 1, 56);
+    tensor<T> host_source = source.detach().set_requires_grad(), device_source = source.cuda().detach().set_requires_grad();
+    sum(square(index_add(base, 0, rows, host_source))).backward();
+    sum(square(index_add(base.cuda(), 0, rows, device_source))).backward();
+    check_same(device_source.grad(), host_source.grad(), "the gradient of index_add's source");
+  }
+}
+
+TEST_CASE("concat, stack, split and layer norm on the GPU, with their gradients") {
+  tensor<float> a = test::random_tensor<float>({2, 3}, -1, 1, 57), b = test::random_tensor<float>({2, 4}, -1, 1, 58);
+  check_same(concat(std::vector{a.cuda(), b.cuda()}, 1), concat(std::vector{a, b}, 1), "concat");
+  check_same(stack(std::vector{a.cuda(), a.cuda().transpose(0, 1).transpose(0, 1)}, 0), stack(std::vector{a, a}, 0),
+             "stack");
+  std::vector<tensor<float>> pieces = split(b.cuda(), 3, 1);
+  REQUIRE(pieces.size() == 2);
+  check_same(pieces[1], split(b, 3, 1)[1], "split");
+  CHECK_THROWS_AS(concat(std::vector{a.cuda(), a}, 0), device_error);
+
+  nn::layer_norm<float> host_norm(shape{4}), gpu_norm(shape{4});
+  gpu_norm.to(gpu);
+  tensor<float> leaf = b.detach().set_requires_grad(), device_leaf = b.cuda().detach().set_requires_grad();
+  tensor<float> host_out = host_norm(concat(std::vector{leaf, leaf}, 0));
+  tensor<float> device_out = gpu_norm(concat(std::vector{device_leaf, device_leaf}, 0));
+  check_same(device_out, host_out, "layer norm of a concatenation");
+  sum(square(host_out)).backward();
+  sum(square(device_out)).backward();
+  check_same(device_leaf.grad(), leaf.grad(), "the gradient through layer norm and concat");
 }
 
 TEST_CASE_TEMPLATE("matmul on the GPU: every layout, batches that broadcast, vectors", T, float, double) {
@@ -411,6 +520,20 @@ TEST_CASE_TEMPLATE("a static graph on the GPU runs its fused kernels, forward an
   check_same(dx, host_dx, "the fused backward's gradient of x");
   check_same(dy, host_dy, "the fused backward's gradient of y (summed over the broadcast axis)");
   CHECK(planned_on_gpu(loss.statistics()));
+
+  // Fused summations over some axes: one pass each, a broadcast and a
+  // transposed operand read through their strides.
+  auto partial_sums = jit([](const auto& u, const auto& v) { return sum(tanh(u * v) + u, 1, true) + mean(u * v, 0); });
+  compile_graph(partial_sums, x, y);
+  check_same(partial_sums(x.cuda(), y.cuda()), partial_sums(x, y), "a sum over axis 1 (kept) and a mean over axis 0");
+  check_same(partial_sums(wide.cuda().transpose(0, 1), y.cuda()), partial_sums(wide.transpose(0, 1), y),
+             "the same of a transposed operand");
+  auto [host_px, host_py] = grad([&](const auto& u, const auto& v) { return sum(partial_sums(u, v)); }, all_args)(x, y);
+  auto [px, py] =
+      grad([&](const auto& u, const auto& v) { return sum(partial_sums(u, v)); }, all_args)(x.cuda(), y.cuda());
+  check_same(px, host_px, "the gradient of x through the partial sums");
+  check_same(py, host_py, "the gradient of y through the partial sums");
+  CHECK(planned_on_gpu(partial_sums.statistics()));
 }
 
 TEST_CASE("a jit training step runs as one static graph on the GPU") {

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "support/check.hpp"
@@ -92,6 +93,84 @@ struct emulated_backend {
   template <class A, class R, class T, class Reducer>
   static detail::cuda_reduce_kernel<A, R, T, Reducer> reduce() {
     return &reduce_loop<A, R, T, Reducer>;
+  }
+
+  // In the CUDA kernel's order, as reduce_loop.
+  template <class R, class Op, class... In>
+  static void group_sum_loop(const Op& op, int, const shape& kept_shape, const shape& reduced_shape, R* out,
+                             bool divide, const detail::split_operand<In>&... in) {
+    const std::int64_t length = numel(reduced_shape);
+    std::int64_t threads = 32;
+    while (threads < 256 && threads < length) threads *= 2;
+    std::vector<std::vector<std::int64_t>> positions;
+    for_each_index(reduced_shape, [&](const std::vector<std::int64_t>& reduced) { positions.push_back(reduced); });
+    std::int64_t o = 0;
+    for_each_index(kept_shape, [&](const std::vector<std::int64_t>& kept) {
+      auto value_at = [&](const std::vector<std::int64_t>& reduced) {
+        auto read = [&](const auto& operand) {
+          return operand.data ? operand.data[offset_of(kept, operand.kept_strides) +
+                                             offset_of(reduced, operand.reduced_strides)]
+                              : operand.scalar;
+        };
+        return static_cast<R>(op(static_cast<R>(read(in))...));
+      };
+      std::vector<R> partial(static_cast<std::size_t>(threads), R(0));
+      for (std::int64_t j = 0; j < length; ++j)
+        partial[static_cast<std::size_t>(j % threads)] += value_at(positions[static_cast<std::size_t>(j)]);
+      for (std::int64_t half = threads / 2; half > 0; half /= 2)
+        for (std::int64_t t = 0; t < half; ++t)
+          partial[static_cast<std::size_t>(t)] += partial[static_cast<std::size_t>(t + half)];
+      out[o++] = divide ? partial[0] / static_cast<R>(length) : partial[0];
+    });
+  }
+  template <class R, class Op, class... In>
+  static detail::cuda_group_sum_kernel<R, Op, In...> group_sum() {
+    return &group_sum_loop<R, Op, In...>;
+  }
+
+  template <class T, bool Largest>
+  static void arg_extreme_loop(int, const T* in, const shape& kept_shape, const detail::dims& kept_strides,
+                               const shape& reduced_shape, const detail::dims& reduced_strides, std::int64_t* out,
+                               const char*) {
+    auto wins = [](T a, T b) {
+      if constexpr (std::is_floating_point_v<T>) {
+        if (b != b) return false;
+        if (a != a) return true;
+      }
+      return Largest ? a > b : a < b;
+    };
+    std::int64_t o = 0;
+    for_each_index(kept_shape, [&](const std::vector<std::int64_t>& kept) {
+      const T* base = in + offset_of(kept, kept_strides);
+      std::int64_t j = 0, best = 0;
+      T best_value{};
+      for_each_index(reduced_shape, [&](const std::vector<std::int64_t>& reduced) {
+        const T v = base[offset_of(reduced, reduced_strides)];
+        if (j == 0 || wins(v, best_value)) best = j, best_value = v;
+        ++j;
+      });
+      out[o++] = best;
+    });
+  }
+  template <class T, bool Largest>
+  static detail::cuda_arg_extreme_kernel<T, Largest> arg_extreme() {
+    return &arg_extreme_loop<T, Largest>;
+  }
+
+  template <class T>
+  static void index_loop(int, const shape& space, std::int64_t axis, const std::int64_t* index,
+                         const detail::dims& index_strides, const T* in, const detail::dims& in_strides, T* out,
+                         const detail::dims& out_strides, bool scatter, const char*) {
+    for_each_index(space, [&](const std::vector<std::int64_t>& p) {
+      std::vector<std::int64_t> q = p;
+      q[static_cast<std::size_t>(axis)] = index[offset_of(p, index_strides)];
+      if (scatter) out[offset_of(q, out_strides)] += in[offset_of(p, in_strides)];
+      else out[offset_of(p, out_strides)] = in[offset_of(q, in_strides)];
+    });
+  }
+  template <class T>
+  static detail::cuda_index_kernel<T> index() {
+    return &index_loop<T>;
   }
 
   template <class T>

@@ -259,6 +259,16 @@ tensor<R> reduce(const tensor<T>& x, const axes& ax, bool keepdims, const Reduce
 template <bool Largest, class T>
 tensor<std::int64_t> arg_extreme(const tensor<T>& x, const axes& ax, bool keepdims, const char* op) {
   require_elements(plan_reduction(x.shape(), ax, keepdims, op), x.shape(), op);
+  if (!x.device().is_cpu()) [[unlikely]] {
+    strided_reduction s = split_axes(x.shape(), x.strides(), ax, keepdims, op);
+    runtime_for(x.device(), op);
+    auto kernel = cuda_arg_extreme_slot<T, Largest>.load(std::memory_order_acquire);
+    if (!kernel) throw_missing_kernel(op, "argmax or argmin of these elements");
+    tensor<std::int64_t> out(s.plan.out_shape, x.device());
+    kernel(x.device().index(), x.device_data(), s.kept_shape, s.kept_strides, s.reduced_shape, s.reduced_strides,
+           out.device_data(), op);
+    return out;
+  }
   arranged_reduction<T> a = arrange(x, ax, keepdims, op, true);
   tensor<std::int64_t> out(a.plan.out_shape);
   arg_extreme_rows<Largest>(a.source.data(), a.plan.kept, a.plan.length, out.data());

@@ -87,7 +87,7 @@ struct index_select_op {
   template <std::size_t I, class G, class Y, class X>
   auto derivative(const G& g, const Y&, const X&) const {
     using T = typename G::value_type;
-    return index_add(zeros<T>(from), axis, index, g);
+    return index_add(zeros<T>(from, g.device()), axis, index, g);
   }
 };
 // out = x; out[..., index[i,j,k], ...] += source[i,j,k] along the axis.
@@ -111,7 +111,7 @@ struct gather_op {
   template <std::size_t I, class G, class Y, class X>
   auto derivative(const G& g, const Y&, const X&) const {
     using T = typename G::value_type;
-    return scatter_add(zeros<T>(from), axis, index, g);
+    return scatter_add(zeros<T>(from, g.device()), axis, index, g);
   }
 };
 
@@ -119,7 +119,7 @@ struct gather_op {
 // `step`: the inverse of take, and the gradient of slices.
 template <element T>
 tensor<T> embed(const tensor<T>& g, const shape& into, std::int64_t axis, std::int64_t first, std::int64_t step) {
-  tensor<T> out = zeros<T>(into);
+  tensor<T> out = zeros<T>(into, g.device());
   std::int64_t count = g.shape(axis);
   out.take(axis, first, count, step).assign(g);
   detail::record(embed_op{axis, first, count, step}, out, g);
@@ -190,7 +190,12 @@ tensor<T> concat(const std::vector<tensor<T>>& xs, std::int64_t axis = 0) {
                         std::to_string(axis));
     out_shape[axis] += x.shape()[axis];
   }
-  tensor<T> out(out_shape);
+  device where = xs[0].device();
+  for (const auto& x : xs)
+    if (x.device() != where)
+      throw device_error("tandem::concat: tensors on " + to_string(where) + " and " + to_string(x.device()) +
+                         " cannot be joined; move them to one device with to()");
+  tensor<T> out(out_shape, where);
   std::int64_t at = 0;
   for (const auto& x : xs) {
     out.slice(axis, at, at + x.shape()[axis]).assign(x);
@@ -256,6 +261,46 @@ std::vector<tensor<T>> split(const tensor<T>& x, const std::vector<std::int64_t>
   return pieces;
 }
 
+namespace detail {
+
+// The index ops on a GPU: one kernel (kernels/cuda/index.hpp) over `space`,
+// with the indices checked on the host and copied to the device, as
+// int64. `index_strides` step through them over `space`.
+template <class T>
+void run_index_kernel(const char* op, const shape& space, std::int64_t axis, const std::vector<std::int64_t>& indices,
+                      const dims& index_strides, const tensor<T>& in, tensor<T>& out, bool scatter) {
+  const device where = out.device();
+  runtime_for(where, op);
+  auto kernel = cuda_index_slot<T>.load(std::memory_order_acquire);
+  if (!kernel) throw_missing_kernel(op, "the index ops on these elements");
+  const tensor<std::int64_t> on_device = from_vector(indices).to(where);
+  const auto in_strides = in.strides(), out_strides = out.strides();
+  kernel(where.index(), space, axis, on_device.device_data(), index_strides, in.device_data(),
+         dims(in_strides.begin(), in_strides.end()), out.device_data(), dims(out_strides.begin(), out_strides.end()),
+         scatter, op);
+}
+
+// A full-rank index's values (gather, scatter_add), row-major, checked
+// against x's extent along the axis and made non-negative.
+template <class I>
+std::vector<std::int64_t> checked_indices(const tensor<I>& index, const shape& x_shape, std::int64_t axis,
+                                          const char* op) {
+  const std::vector<I> values = index.to_vector();
+  std::vector<std::int64_t> out(values.size());
+  for (std::size_t k = 0; k < values.size(); ++k) out[k] = checked_index(values[k], x_shape, axis, op);
+  return out;
+}
+
+// A 1-d index's strides over a space of rank `rank`: it steps along the
+// axis only.
+inline dims along_axis(std::size_t rank, std::int64_t axis) {
+  dims strides(rank, 0);
+  strides[static_cast<std::size_t>(axis)] = 1;
+  return strides;
+}
+
+}  // namespace detail
+
 // The slices of x at `index` (a 1-d integer tensor) along the axis.
 template <element T, element I>
 tensor<T> index_select(const tensor<T>& x, std::int64_t axis, const tensor<I>& index) {
@@ -264,11 +309,19 @@ tensor<T> index_select(const tensor<T>& x, std::int64_t axis, const tensor<I>& i
   axis = detail::normalize_axis(axis, x.shape(), "index_select");
   if (index.dim() != 1)
     throw shape_error("tandem::index_select: the index must be 1-d, got shape " + to_string(index.shape()));
-  auto src = detail::split_around(x, axis);
   std::vector<I> picks = index.to_vector();
   for (I& i : picks) i = static_cast<I>(detail::checked_index(i, x.shape(), axis, "index_select"));
   shape out_shape = x.shape();
   out_shape[axis] = static_cast<std::int64_t>(picks.size());
+  std::vector<std::int64_t> rows(picks.begin(), picks.end());
+  if (!x.device().is_cpu()) {
+    tensor<T> out(out_shape, x.device());
+    detail::run_index_kernel("index_select", out_shape, axis, rows, detail::along_axis(out_shape.size(), axis), x, out,
+                             false);
+    detail::record(index_select_op{x.shape(), axis, from_vector(rows)}, out, x);
+    return out;
+  }
+  auto src = detail::split_around(x, axis);
   tensor<T> out(out_shape);
   std::int64_t count = static_cast<std::int64_t>(picks.size());
   detail::parallel_for(src.outer * count, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(src.inner, 1)),
@@ -279,8 +332,7 @@ tensor<T> index_select(const tensor<T>& x, std::int64_t axis, const tensor<I>& i
                            std::copy(from, from + src.inner, out.data() + r * src.inner);
                          }
                        });
-  detail::record(index_select_op{x.shape(), axis, from_vector(std::vector<std::int64_t>(picks.begin(), picks.end()))},
-                 out, x);
+  detail::record(index_select_op{x.shape(), axis, from_vector(rows)}, out, x);
   return out;
 }
 
@@ -296,19 +348,26 @@ tensor<T> index_add(const tensor<T>& x, std::int64_t axis, const tensor<I>& inde
     throw shape_error("tandem::index_add: a source of shape " + to_string(source.shape()) + " and an index of shape " +
                       to_string(index.shape()) + " do not fit a tensor of shape " + to_string(x.shape()) +
                       " along axis " + std::to_string(axis));
-  tensor<T> out = x.detach().clone();
-  auto dst = detail::split_around(out, axis);
-  auto src = detail::split_around(source.detach(), axis);
+  const device where = detail::common_device("index_add", {detail::place_of(x), detail::place_of(source)});
   std::vector<I> picks = index.to_vector();
   for (I& i : picks) i = static_cast<I>(detail::checked_index(i, x.shape(), axis, "index_add"));
+  std::vector<std::int64_t> rows(picks.begin(), picks.end());
+  tensor<T> out = x.detach().clone();
+  if (!where.is_cpu()) {
+    detail::run_index_kernel("index_add", source.shape(), axis, rows, detail::along_axis(source.dim(), axis),
+                             source.detach(), out, true);
+    detail::record(index_add_op{axis, from_vector(rows)}, out, x, source);
+    return out;
+  }
+  auto dst = detail::split_around(out, axis);
+  auto src = detail::split_around(source.detach(), axis);
   for (std::int64_t o = 0; o < dst.outer; ++o)
     for (std::size_t j = 0; j < picks.size(); ++j) {
       T* to = out.data() + (o * dst.extent + picks[j]) * dst.inner;
       const T* from = src.data.data() + (o * src.extent + static_cast<std::int64_t>(j)) * src.inner;
       for (std::int64_t k = 0; k < dst.inner; ++k) to[k] += from[k];
     }
-  detail::record(index_add_op{axis, from_vector(std::vector<std::int64_t>(picks.begin(), picks.end()))}, out, x,
-                 source);
+  detail::record(index_add_op{axis, from_vector(rows)}, out, x, source);
   return out;
 }
 
@@ -323,6 +382,14 @@ tensor<T> gather(const tensor<T>& x, std::int64_t axis, const tensor<I>& index) 
   if (!fits)
     throw shape_error("tandem::gather: index of shape " + to_string(index.shape()) +
                       " does not fit a tensor of shape " + to_string(x.shape()) + " along axis " + std::to_string(axis));
+  if (!x.device().is_cpu()) {
+    std::vector<std::int64_t> rows = detail::checked_indices(index, x.shape(), axis, "gather");
+    tensor<T> out(index.shape(), x.device());
+    detail::run_index_kernel("gather", index.shape(), axis, rows, detail::contiguous_strides(index.shape()), x, out,
+                             false);
+    detail::record(gather_op{x.shape(), axis, from_vector(rows).reshape(index.shape())}, out, x);
+    return out;
+  }
   tensor<T> out(index.shape());
   tensor<I> idx = index.contiguous();
   std::int64_t total = out.numel(), rank = x.dim();
@@ -353,7 +420,15 @@ tensor<T> scatter_add(const tensor<T>& x, std::int64_t axis, const tensor<I>& in
     throw shape_error("tandem::scatter_add: an index of shape " + to_string(index.shape()) + " and a source of shape " +
                       to_string(source.shape()) + " do not fit a tensor of shape " + to_string(x.shape()) +
                       " along axis " + std::to_string(axis));
+  const device where = detail::common_device("scatter_add", {detail::place_of(x), detail::place_of(source)});
   tensor<T> out = x.detach().clone();
+  if (!where.is_cpu()) {
+    std::vector<std::int64_t> rows = detail::checked_indices(index, x.shape(), axis, "scatter_add");
+    detail::run_index_kernel("scatter_add", index.shape(), axis, rows, detail::contiguous_strides(index.shape()),
+                             source.detach(), out, true);
+    detail::record(scatter_add_op{axis, from_vector(rows).reshape(index.shape())}, out, x, source);
+    return out;
+  }
   tensor<I> idx = index.contiguous();
   tensor<T> src = source.detach().contiguous();
   std::int64_t total = idx.numel(), rank = x.dim();

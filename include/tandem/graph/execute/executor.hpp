@@ -277,6 +277,9 @@ class executor final : public graph_run {
   tensor<value_of_t<N>> run_summation_on_device(const sym<N>& s, const void* key);
   template <class R, class C, class Kernel, class Operands>
   void launch_group(const Kernel& kernel, const tensor<R>& out, const Operands& operands);
+  template <class T, class Kernel, class Operands>
+  void launch_group_sum(const Kernel& kernel, tensor<T>& out, const shape& extent, const axes& ax, bool keepdims,
+                        bool is_mean, const Operands& operands);
   template <class C, class Op, std::size_t M, class... In>
   void launch_adjoints(const Op& op, std::array<tensor<C>, M>& adjoints, const shape& out_shape, const tensor<C>& seed,
                        const tensor<In>&... operands);

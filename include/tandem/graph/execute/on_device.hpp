@@ -3,10 +3,10 @@
 // fused group is one launch of its kernel over the group's leaves, read
 // through their strides; its backward, one launch of its adjoint kernel
 // writing every floating leaf's adjoint, each then summed to its leaf's
-// shape by the eager ops. A fused summation runs its group's kernel into a
-// temporary and the device's reduction over it (no one-pass backward yet);
-// a product read by a group is cuBLAS's, then one more operand of the
-// group. The kernels are the ones tandem::cuda::compile installed for the
+// shape by the eager ops. A fused summation is one launch that sums its
+// group's values as it computes them (no temporary), and its backward the
+// group's adjoint launch; a product read by a group is cuBLAS's, then one
+// more operand of the group. The kernels are the ones tandem::cuda::compile installed for the
 // graph (kernels/cuda/install.hpp); the rows are those of
 // graph/execute/rows.hpp, so the host's and the device's runs agree on
 // what they launch.
@@ -108,14 +108,8 @@ tensor<value_of_t<N>> executor<Root, Inputs, OnDevice>::run_summation_on_device(
   reduction_shape plan = plan_reduction(extent, node.fn.ax, node.fn.keepdims, node.name);
   if (for_backward_) require_derivatives<kernel_type>();
   constexpr bool is_mean = N::fn_type::is_mean;
-  // The group's row as a summation's (rows.hpp: summed<T>), computed in T.
-  tensor<T> values(extent, device_);
-  launch_group<T, T>(kernel, values, operands);
-  tensor<T> out;
-  {
-    no_grad plain;
-    out = is_mean ? mean(values, node.fn.ax, node.fn.keepdims) : sum(values, node.fn.ax, node.fn.keepdims);
-  }
+  tensor<T> out(plan.out_shape, device_);
+  launch_group_sum(kernel, out, extent, node.fn.ax, node.fn.keepdims, is_mean, operands);
   if constexpr (std::is_floating_point_v<T>) {
     if (for_backward_) {
       shape kept_dims = plan_reduction(extent, node.fn.ax, true, node.name).out_shape;
@@ -128,6 +122,33 @@ tensor<value_of_t<N>> executor<Root, Inputs, OnDevice>::run_summation_on_device(
     }
   }
   return out;
+}
+
+// The group's values, computed in T (rows.hpp: summed<T>), summed over the
+// axes into `out` in the same launch (cuda_group_sum_slot).
+template <class Root, class Inputs, bool OnDevice>
+template <class T, class Kernel, class Operands>
+void executor<Root, Inputs, OnDevice>::launch_group_sum(const Kernel& kernel, tensor<T>& out, const shape& extent,
+                                                        const axes& ax, bool keepdims, bool is_mean,
+                                                        const Operands& operands) {
+  std::apply(
+      [&](const auto&... t) {
+        common_device(Kernel::name, {place_of(out), place_of(t)...});
+        auto launch = cuda_group_sum_slot<T, Kernel, value_of_t_tensor<decltype(t)>...>.load(std::memory_order_acquire);
+        if (!launch) throw_missing_graph_kernel(Kernel::name);
+        auto split = [&](const auto& operand) {
+          using E = value_of_t_tensor<decltype(operand)>;
+          const dims strides = broadcast_strides(operand, extent);
+          const strided_reduction s = split_axes(extent, std::span<const std::int64_t>(strides.data(), strides.size()),
+                                                 ax, keepdims, Kernel::name);
+          return split_operand<E>{operand.device_data(), s.kept_strides, s.reduced_strides, E()};
+        };
+        const dims dense = contiguous_strides(extent);
+        const strided_reduction s =
+            split_axes(extent, std::span<const std::int64_t>(dense.data(), dense.size()), ax, keepdims, Kernel::name);
+        launch(kernel, device_.index(), s.kept_shape, s.reduced_shape, out.device_data(), is_mean, split(t)...);
+      },
+      operands);
 }
 
 // The adjoint row (gather_adjoints) over the group's shape: one launch

@@ -88,6 +88,54 @@ using cuda_reduce_kernel = void (*)(const Reducer& reducer, int device_index, co
 template <class A, class R, class T, class Reducer>
 inline std::atomic<cuda_reduce_kernel<A, R, T, Reducer>> cuda_reduce_slot{nullptr};
 
+// A fused summation's operand: the group's leaf read through its strides
+// over the kept axes and over the reduced ones (0 along broadcast axes),
+// or, where `data` is null, a scalar.
+template <class T>
+struct split_operand {
+  const T* data;
+  dims kept_strides, reduced_strides;
+  T scalar;
+};
+
+// A fused summation in one pass: out[i] (row-major over the kept axes) =
+// the sum, over the reduced axes, of op(in...) at each position, computed
+// and summed in R as the two passes (the group's values into a tensor,
+// then sum) would; `divide` makes it a mean.
+template <class R, class Op, class... In>
+using cuda_group_sum_kernel = void (*)(const Op& op, int device_index, const shape& kept_shape,
+                                       const shape& reduced_shape, R* out, bool divide,
+                                       const split_operand<In>&... in);
+
+template <class R, class Op, class... In>
+inline std::atomic<cuda_group_sum_kernel<R, Op, In...>> cuda_group_sum_slot{nullptr};
+
+// The position of each extreme (argmax, argmin) over the reduced axes, as
+// a flat row-major index among them, read as a reduction is: the first NaN
+// wins, then the first of equal values, as on the host.
+template <class T, bool Largest>
+using cuda_arg_extreme_kernel = void (*)(int device_index, const T* in, const shape& kept_shape,
+                                         const dims& kept_strides, const shape& reduced_shape,
+                                         const dims& reduced_strides, std::int64_t* out, const char* op);
+
+template <class T, bool Largest>
+inline std::atomic<cuda_arg_extreme_kernel<T, Largest>> cuda_arg_extreme_slot{nullptr};
+
+// The index ops (index_select, gather, index_add, scatter_add) as one
+// kernel. For each position p of `space` (row-major), q is p with q[axis]
+// replaced by the index read at p through `index_strides` (0 off the axis
+// for a 1-d index; the indices come checked and non-negative). Reading:
+// out at p = in at q. Scattering: out at q += in at p, atomically, since
+// indices may repeat.
+template <class T>
+using cuda_index_kernel = void (*)(int device_index, const shape& space, std::int64_t axis,
+                                   const std::int64_t* index, const dims& index_strides, const T* in,
+                                   const dims& in_strides, T* out, const dims& out_strides, bool scatter,
+                                   const char* op);
+
+template <class T>
+inline std::atomic<cuda_index_kernel<T>> cuda_index_slot{nullptr};
+
 // Matrix products c[i] = a[i] b[i] of row-major m x k and k x n matrices
 // read through their steps, batch i at the given offsets; c is dense.
 template <class T>

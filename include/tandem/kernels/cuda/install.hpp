@@ -8,10 +8,13 @@
 // A backend is a class with static function templates
 //   elementwise<R, C, Op, In...>()  returning a cuda_elementwise_kernel<R, C, Op, In...>
 //   reduce<A, R, T, Reducer>()      returning a cuda_reduce_kernel<A, R, T, Reducer>
+//   arg_extreme<T, Largest>()       returning a cuda_arg_extreme_kernel<T, Largest>
+//   index<T>()                      returning a cuda_index_kernel<T>
 //   gemm<T>()                       returning a cuda_gemm_kernel<T>
 //   update<T, S, Op>()              returning a cuda_update_kernel<T, S, Op>
 //   elementwise_outputs<R, C, Op, M, In...>()
 //                                   returning a cuda_elementwise_outputs_kernel<R, C, Op, M, In...>
+//   group_sum<R, Op, In...>()       returning a cuda_group_sum_kernel<R, Op, In...>
 // and a static runtime() returning the device_runtime.
 
 #include <atomic>
@@ -63,7 +66,8 @@ void install_conversion() {
   install_elementwise<Backend, To, To, identity_op, From>();
 }
 
-// The reducers as sum, mean, prod, max and min call them on T.
+// The reducers as sum, mean, prod, max and min call them on T; argmax,
+// argmin and the index ops on T.
 template <class Backend, class T>
 void install_reductions() {
   using total = accumulate_t<T>;
@@ -73,6 +77,9 @@ void install_reductions() {
   put(cuda_reduce_slot<total, total, T, prod_reducer>, Backend::template reduce<total, total, T, prod_reducer>());
   put(cuda_reduce_slot<T, T, T, max_reducer>, Backend::template reduce<T, T, T, max_reducer>());
   put(cuda_reduce_slot<T, T, T, min_reducer>, Backend::template reduce<T, T, T, min_reducer>());
+  put(cuda_arg_extreme_slot<T, true>, Backend::template arg_extreme<T, true>());
+  put(cuda_arg_extreme_slot<T, false>, Backend::template arg_extreme<T, false>());
+  put(cuda_index_slot<T>, Backend::template index<T>());
 }
 
 // The optimizers' fused updates (nn/optimizer.hpp).
@@ -144,6 +151,18 @@ inline constexpr bool is_one_pass_row = false;
 template <class Kernel, std::size_t... I>
 inline constexpr bool is_one_pass_row<value_then_adjoints<Kernel, I...>> = true;
 
+// Whether Op is the group of a fused summation: on a GPU it runs inside
+// the summation's kernel (group_sum), never as an elementwise row.
+template <class Root, class Op>
+constexpr bool is_summed_group() {
+  bool any = false;
+  for_each_type<all_classes<Root>>([&]<class N>(std::type_identity<N>) {
+    if constexpr (fused_summation<Root, N>())
+      any = any || std::is_same_v<Op, group_kernel<Root, std::tuple_element_t<0, children_of<N>>>>;
+  });
+  return any;
+}
+
 template <class Root>
 constexpr bool has_control_flow() {
   bool any = false;
@@ -174,19 +193,31 @@ struct gpu_graph_entry {
 namespace tandem::detail::device_kernels {
 
 // The kernels of every row the graph of F on arguments of types A runs
-// (graph/execute/rows.hpp), and its GPU runs in the graph's slots. A
-// summation's one-pass row is not among them: on a GPU it runs as its
-// forward and its backward.
+// (graph/execute/rows.hpp), and its GPU runs in the graph's slots. A fused
+// summation's forward is one kernel that sums its group as it computes it
+// (group_sum); its backward is its group's adjoint row, as on the host.
+// (The host's one-pass row, forward and backward in one loop, has no GPU
+// kernel: on a GPU the two are two launches.)
 template <class Backend, class F, class... A>
 void install_graph() {
   using root = decltype(std::declval<const static_graph<F>&>().trace(std::declval<const A&>()...));
   static_assert(!has_control_flow<root>(),
                 "tandem::cuda::compile: a graph with cond, while_loop or scan runs eagerly on the GPU; its kernels "
                 "cannot be compiled yet");
+  for_each_type<all_classes<root>>([]<class N>(std::type_identity<N>) {
+    if constexpr (fused_summation<root, N>()) {
+      using R = std::tuple_element_t<0, children_of<N>>;
+      using S = value_of_t<N>;
+      [&]<class... Operand>(std::type_identity<std::tuple<Operand...>>) {
+        put(cuda_group_sum_slot<S, group_kernel<root, R>, typename Operand::value_type...>,
+            Backend::template group_sum<S, group_kernel<root, R>, typename Operand::value_type...>());
+      }(std::type_identity<group_operand_tensors_t<root, R>>{});
+    }
+  });
   for_each_graph_row<root>([]<class R, class C, class Op, class Out, class... In>(
                                std::type_identity<row_signature<R, C, Op, Out, In...>>) {
     if constexpr (std::is_same_v<Out, R*>) {
-      install_elementwise<Backend, R, C, Op, In...>();
+      if constexpr (!is_summed_group<root, Op>()) install_elementwise<Backend, R, C, Op, In...>();
     } else if constexpr (!is_one_pass_row<Op>) {
       constexpr std::size_t m = output_count<Out>::value;
       put(cuda_elementwise_outputs_slot<R, C, Op, m, In...>,
