@@ -12,8 +12,9 @@ import statistics
 import torch
 
 
-def time_ms(fn, reps=21):
-    fn()
+def time_ms(fn, reps=21, warmup=1):
+    for _ in range(warmup):
+        fn()
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):

@@ -10,29 +10,15 @@ PyTorch.
 """
 
 import os
-import statistics
 import sys
 
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [here, os.path.join(here, "..")]
+from fused_bandwidth_torch import time_ms  # noqa: E402
 from training_pytorch import CNN, MLP  # noqa: E402
-
-
-def time_ms(fn, reps=21):
-    for _ in range(5):  # warm-up (and compilation)
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
 
 
 def step_ms(make_model, compiled):
@@ -49,7 +35,8 @@ def step_ms(make_model, compiled):
         optimizer.step()
         return loss
 
-    return time_ms(torch.compile(step) if compiled else step)
+    # Five calls first: torch.compile compiles on them.
+    return time_ms(torch.compile(step) if compiled else step, warmup=5)
 
 
 def main():
