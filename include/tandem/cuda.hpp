@@ -7,9 +7,9 @@
 // conversions between every element type (kernels/cuda/elementwise.hpp),
 // the reductions (sum, mean, prod, max, min: kernels/cuda/reduce.hpp),
 // matmul (cuBLAS: kernels/cuda/gemm.hpp; link CUDA::cublas), the
-// optimizers' updates (kernels/cuda/update.hpp), and softmax,
-// cross-entropy, one_hot, conv2d, pooling and batch normalization composed
-// from them (ops/composed/). Other units include <tandem/tandem.hpp> as
+// optimizers' updates (kernels/cuda/update.hpp), random draws
+// (kernels/cuda/random.hpp), and softmax, cross-entropy, one_hot, conv2d,
+// pooling and batch normalization composed from them (ops/composed/). Other units include <tandem/tandem.hpp> as
 // usual; including this one in several units only compiles the same
 // kernels again.
 //
@@ -24,6 +24,7 @@
 #include "tandem/kernels/cuda/gemm.hpp"
 #include "tandem/kernels/cuda/index.hpp"
 #include "tandem/kernels/cuda/install.hpp"
+#include "tandem/kernels/cuda/random.hpp"
 #include "tandem/kernels/cuda/reduce.hpp"
 #include "tandem/kernels/cuda/runtime.hpp"
 #include "tandem/kernels/cuda/update.hpp"
@@ -57,6 +58,10 @@ struct cuda_backend {
   template <class T>
   static cuda_gemm_kernel<T> gemm() {
     return &launch_gemm<T>;
+  }
+  template <class T, class Law>
+  static cuda_random_kernel<T, Law> random() {
+    return &launch_random<T, Law>;
   }
   template <class T, std::size_t S, class Op>
   static cuda_update_kernel<T, S, Op> update() {

@@ -406,6 +406,60 @@ TEST_CASE("a CNN moved to the GPU trains as it does on the host") {
   test::check_values(gpu_model.norm.running_var.cpu(), host_model.norm.running_var, "running variance", 1e-4, 1e-5);
 }
 
+TEST_CASE_TEMPLATE("random draws on the GPU are the host's numbers from the same seed", T, float, double) {
+  CHECK(bool(detail::cuda_random_slot<T, detail::uniform_law<T>>.load()));
+  for (std::int64_t n : {0, 1, 7, 17, 1000003}) {
+    INFO("n = " << n);
+    generator host_gen(41), gpu_gen(41);
+    tensor<T> host_uniform = uniform<T>({n}, -2, 3, host_gen);
+    tensor<T> gpu_uniform = uniform<T>({n}, -2, 3, gpu_gen, gpu);
+    CHECK(gpu_uniform.device() == gpu);
+    CHECK(gpu_uniform.to_vector() == host_uniform.to_vector());
+    check_same(normal<T>({n, 2}, 1, 0.5, gpu_gen, gpu), normal<T>({n, 2}, 1, 0.5, host_gen), "normal");
+    tensor<std::int64_t> host_integers = integers<std::int64_t>({n}, -5, 9, host_gen);
+    tensor<std::int64_t> gpu_integers = integers<std::int64_t>({n}, -5, 9, gpu_gen, gpu);
+    CHECK(gpu_integers.to_vector() == host_integers.to_vector());
+    CHECK(integers<std::int32_t>({3, n}, 0, 1 << 30, gpu_gen, gpu).to_vector() ==
+          integers<std::int32_t>({3, n}, 0, 1 << 30, host_gen).to_vector());
+    CHECK(uniform<T>({2}, 0, 1, gpu_gen, gpu).to_vector() == uniform<T>({2}, 0, 1, host_gen).to_vector());
+  }
+}
+
+TEST_CASE("dropout draws its mask on the GPU: the host's mask, and its gradient") {
+  nn::dropout host_drop(0.3, 44), gpu_drop(0.3, 44);
+  tensor<float> x = test::random_tensor<float>({6, 33}, -1, 1, 45);
+  tensor<float> host_x = x.clone().set_requires_grad(), gpu_x = x.cuda().set_requires_grad();
+  for (int call = 0; call < 2; ++call) {
+    tensor<float> host_out = host_drop(host_x), gpu_out = gpu_drop(gpu_x);
+    check_same(gpu_out, host_out, "dropout in training, call " + std::to_string(call));
+    sum(host_out * host_out).backward();
+    sum(gpu_out * gpu_out).backward();
+  }
+  check_same(gpu_x.grad(), host_x.grad(), "dropout's gradient");
+  gpu_drop.eval();
+  check_same(gpu_drop(gpu_x), x, "dropout in evaluation");
+}
+
+// capture() fuses host kernels only: on GPU tensors its ops run one by one
+// on the device; a host value it deferred is computed before it moves.
+TEST_CASE("a captured function runs on GPU tensors, and its deferred host values move there computed") {
+  tensor<float> x = test::random_tensor<float>({17}, -1, 1, 48), y = test::random_tensor<float>({17}, -1, 1, 49);
+  auto loss = capture([](const tensor<float>& a, const tensor<float>& b) { return sum(tanh(a * b + a) * b); });
+  CHECK(loss(x.cuda(), y.cuda()).device() == gpu);
+  CHECK(loss(x.cuda(), y.cuda()).item() == doctest::Approx(loss(x, y).item()).epsilon(1e-5));
+  auto [host_dx, host_dy] = grad(loss, all_args)(x, y);
+  auto [dx, dy] = grad(loss, all_args)(x.cuda(), y.cuda());
+  check_same(dx, host_dx, "a captured function's gradient on the GPU");
+  check_same(dy, host_dy, "a captured function's gradient on the GPU");
+  auto mixed = capture([&](const tensor<float>& a) {
+    tensor<float> pending = a * 3.0f + 1.0f;
+    return (pending.to(gpu) * y.cuda()).cpu() + pending;
+  });
+  test::check_values(mixed(x), (x * 3.0f + 1.0f) * y + (x * 3.0f + 1.0f), "host values deferred, then moved", 1e-6, 1e-6);
+  auto across = capture([&](const tensor<float>& a) { return a * 2.0f + y.cuda(); });
+  CHECK_THROWS_AS(across(x), device_error);
+}
+
 TEST_CASE("a module moved to the GPU runs forward and backward there") {
   generator gen(26);
   nn::linear<float> layer(6, 4, gen);

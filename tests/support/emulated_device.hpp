@@ -208,6 +208,15 @@ struct emulated_backend {
     return &update_loop<T, S, Op>;
   }
 
+  template <class T, class Law>
+  static void random_loop(const Law& law, int, T* out, std::int64_t count, std::uint64_t seed, std::uint64_t first) {
+    for (std::int64_t i = 0; i < count; ++i) out[i] = law(detail::philox(seed, first + static_cast<std::uint64_t>(i)));
+  }
+  template <class T, class Law>
+  static detail::cuda_random_kernel<T, Law> random() {
+    return &random_loop<T, Law>;
+  }
+
   static const detail::device_runtime& runtime() { return stand_in_runtime(); }
 };
 

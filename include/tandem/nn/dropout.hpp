@@ -1,7 +1,8 @@
 #pragma once
 // nn::dropout: in training, zeroes each element with probability p and
 // scales the rest by 1 / (1 - p); in evaluation, the identity. The mask is
-// drawn from the module's own seeded generator, so a run is reproducible.
+// drawn from the module's own seeded generator on x's device, so a run is
+// reproducible, and the same on a GPU as on the host.
 // In a static graph it is one node that draws a new mask on every call.
 
 #include <cstdint>
@@ -36,7 +37,7 @@ class dropout : public module<dropout> {
   template <class T>
   tensor<T> apply(const tensor<T>& x) const {
     if (!this->is_training() || p_ == 0) return x * T(1);
-    tensor<T> keep = (uniform<T>(x.shape(), 0, 1, *gen_) >= static_cast<T>(p_)).template astype<T>();
+    tensor<T> keep = (uniform<T>(x.shape(), 0, 1, *gen_, x.device()) >= static_cast<T>(p_)).template astype<T>();
     return x * keep * static_cast<T>(1 / (1 - p_));
   }
 

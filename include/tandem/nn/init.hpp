@@ -37,11 +37,11 @@ void fill_from(tensor<T>& t, const tensor<T>& values) {
 
 template <class T>
 void uniform_(tensor<T>& t, double low, double high, generator& gen) {
-  fill_from(t, uniform<T>(t.shape(), low, high, gen));
+  fill_from(t, uniform<T>(t.shape(), low, high, gen, t.device()));
 }
 template <class T>
 void normal_(tensor<T>& t, double mean, double stddev, generator& gen) {
-  fill_from(t, normal<T>(t.shape(), mean, stddev, gen));
+  fill_from(t, normal<T>(t.shape(), mean, stddev, gen, t.device()));
 }
 template <class T>
 void constant_(tensor<T>& t, double value) {

@@ -136,6 +136,15 @@ using cuda_index_kernel = void (*)(int device_index, const shape& space, std::in
 template <class T>
 inline std::atomic<cuda_index_kernel<T>> cuda_index_slot{nullptr};
 
+// A random draw (core/random.hpp): out[i] = law(philox(seed, first + i)) for
+// i < count, out dense.
+template <class T, class Law>
+using cuda_random_kernel = void (*)(const Law& law, int device_index, T* out, std::int64_t count, std::uint64_t seed,
+                                    std::uint64_t first);
+
+template <class T, class Law>
+inline std::atomic<cuda_random_kernel<T, Law>> cuda_random_slot{nullptr};
+
 // Matrix products c[i] = a[i] b[i] of row-major m x k and k x n matrices
 // read through their steps, batch i at the given offsets; c is dense.
 template <class T>

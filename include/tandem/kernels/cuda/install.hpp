@@ -15,11 +15,13 @@
 //   elementwise_outputs<R, C, Op, M, In...>()
 //                                   returning a cuda_elementwise_outputs_kernel<R, C, Op, M, In...>
 //   group_sum<R, Op, In...>()       returning a cuda_group_sum_kernel<R, Op, In...>
+//   random<T, Law>()                returning a cuda_random_kernel<T, Law>
 // and a static runtime() returning the device_runtime.
 
 #include <atomic>
 #include <cstdint>
 #include <tuple>
+#include <type_traits>
 
 #include "tandem/kernels/cuda/dispatch.hpp"
 #include "tandem/ops/composed/conv.hpp"
@@ -91,6 +93,17 @@ void install_updates() {
   put(cuda_update_slot<T, 2, nn::detail::adam_op<T>>, Backend::template update<T, 2, nn::detail::adam_op<T>>());
 }
 
+// Random draws on the device (core/random.hpp): every law for floating T,
+// integers for the others.
+template <class Backend, class T>
+void install_random() {
+  if constexpr (std::is_floating_point_v<T>) {
+    put(cuda_random_slot<T, uniform_law<T>>, Backend::template random<T, uniform_law<T>>());
+    put(cuda_random_slot<T, normal_law<T>>, Backend::template random<T, normal_law<T>>());
+  }
+  put(cuda_random_slot<T, integer_law<T>>, Backend::template random<T, integer_law<T>>());
+}
+
 // The ops a GPU runs as compositions of the kernels above (ops/composed/).
 template <class Backend, class F>
 void install_compositions() {
@@ -128,6 +141,10 @@ bool install_all() {
   put(cuda_gemm_slot<double>, Backend::template gemm<double>());
   install_updates<Backend, float>();
   install_updates<Backend, double>();
+  install_random<Backend, float>();
+  install_random<Backend, double>();
+  install_random<Backend, std::int32_t>();
+  install_random<Backend, std::int64_t>();
   install_compositions<Backend, float>();
   install_compositions<Backend, double>();
   [&]<class... T>(std::tuple<T...>*) { ((install_reductions<Backend, T>(), install_one_hot<T>()), ...); }(

@@ -42,5 +42,4 @@ void launch_update(const Op& op, int device_index, std::int64_t count, const std
   check_launch(Op::name);
 }
 
-
 }  // namespace tandem::detail::cuda
