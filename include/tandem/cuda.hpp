@@ -47,6 +47,10 @@ struct cuda_backend {
   static cuda_group_sum_kernel<R, Op, In...> group_sum() {
     return &launch_group_sum<R, Op, In...>;
   }
+  template <class R, class Op, std::size_t M, class... In>
+  static cuda_group_sum_adjoints_kernel<R, Op, M, In...> group_sum_adjoints() {
+    return &launch_group_sum_adjoints<R, Op, M, In...>;
+  }
   template <class T, bool Largest>
   static cuda_arg_extreme_kernel<T, Largest> arg_extreme() {
     return &launch_arg_extreme<T, Largest>;

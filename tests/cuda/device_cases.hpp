@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <limits>
 #include <tuple>
 
@@ -144,6 +145,33 @@ TEST_CASE("where, clamp, fill, assign and conversions run on the GPU") {
   check_same(x.cuda().transpose(0, 1).contiguous(), x.transpose(0, 1).contiguous(), "contiguous of a transpose");
 }
 
+TEST_CASE_TEMPLATE("logical ops and masks on the GPU, on every element type", T, float, double, std::int32_t,
+                   std::int64_t, bool) {
+  tensor<T> a = (test::random_tensor<double>({3, 7}, -2, 2, 13) > 0.3).astype<T>();
+  tensor<T> b = test::random_tensor<double>({7}, -2, 2, 14).astype<T>();
+  auto same = [](const tensor<bool>& on_device, const tensor<bool>& on_host, const char* what) {
+    INFO(what);
+    CHECK(on_device.device() == gpu);
+    CHECK(on_device.to_vector() == on_host.to_vector());
+  };
+  same(logical_and(a.cuda(), b.cuda()), logical_and(a, b), "logical_and");
+  same(logical_or(a.cuda(), b.cuda()), logical_or(a, b), "logical_or");
+  same(logical_xor(a.cuda(), b.cuda()), logical_xor(a, b), "logical_xor");
+  same(logical_not(a.cuda()), logical_not(a), "logical_not");
+  same(a.cuda() == b.cuda(), a == b, "eq");
+  same(a.cuda() != b.cuda(), a != b, "ne");
+  const tensor<bool> mask = a != b;
+  CHECK(where(mask.cuda(), a.cuda(), b.cuda()).to_vector() == where(mask, a, b).to_vector());
+}
+
+TEST_CASE("clamp's and relu's gradients combine masks on the GPU") {
+  tensor<float> x = test::random_tensor<float>({5, 9}, -2, 2, 15);
+  tensor<float> leaf = x.detach().set_requires_grad(), device_leaf = x.cuda().detach().set_requires_grad();
+  sum(square(clamp(leaf, -0.5f, 1.0f)) + relu(leaf)).backward();
+  sum(square(clamp(device_leaf, -0.5f, 1.0f)) + relu(device_leaf)).backward();
+  check_same(device_leaf.grad(), leaf.grad(), "the gradient through clamp and relu");
+}
+
 TEST_CASE_TEMPLATE("reductions over any axes on the GPU give the CPU's values", T, float, double, std::int32_t) {
   for (std::int64_t n : test::tail_sizes) {
     tensor<T> x = test::random_tensor<T>({n}, -3, 3, 14);
@@ -174,6 +202,25 @@ TEST_CASE_TEMPLATE("reductions over any axes on the GPU give the CPU's values", 
     check_same(sum(on_device, 1), sum(matrix, 1), "sum over columns, " + layout);
   }
   check_same(sum(matrix.cuda().expand({3, 6, 7}), 0), sum(matrix.expand({3, 6, 7}), 0), "sum of a broadcast view");
+}
+
+// Few outputs, each over many elements (a loss, batch statistics): each
+// output is spread over several blocks, whose partials a second pass adds.
+TEST_CASE("reductions with few outputs over many elements, plain and fused, on the GPU") {
+  tensor<float> x = test::random_tensor<float>({64, 3, 1031}, 0, 1, 17);
+  tensor<float> y = test::random_tensor<float>({3, 1}, 0.5, 1, 18);
+  const axes spatial{0, 2};
+  check_same(sum(x.cuda(), spatial), sum(x, spatial), "sum over the batch and space");
+  check_same(mean(x.cuda(), spatial, true), mean(x, spatial, true), "mean over the batch and space");
+  check_same(max(x.cuda().transpose(0, 2), {0, 2}), max(x.transpose(0, 2), {0, 2}), "max of a transposed view");
+  check_same(min(x.cuda()), min(x), "min of everything");
+  auto statistics = jit([](const auto& u, const auto& v) { return mean(square(u * v - 0.5f), {0, 2}); });
+  compile_graph(statistics, x, y);
+  check_same(statistics(x.cuda(), y.cuda()), statistics(x, y), "a fused mean over the batch and space");
+  auto total = jit([](const auto& u, const auto& v) { return sum(tanh(u * v) + u); });
+  compile_graph(total, x, y);
+  check_same(total(x.cuda(), y.cuda()), total(x, y), "a fused sum of everything");
+  check_same(grad(total)(x.cuda(), y.cuda()), grad(total)(x, y), "its gradient");
 }
 
 namespace {
@@ -574,6 +621,18 @@ TEST_CASE_TEMPLATE("a static graph on the GPU runs its fused kernels, forward an
   check_same(dx, host_dx, "the fused backward's gradient of x");
   check_same(dy, host_dy, "the fused backward's gradient of y (summed over the broadcast axis)");
   CHECK(planned_on_gpu(loss.statistics()));
+  // value_and_grad reads the value: the summation's kernel, then the
+  // backward (grad above ran the backward alone).
+  auto [host_value, host_gradient] = value_and_grad(loss)(x, y);
+  auto [value, gradient] = value_and_grad(loss)(x.cuda(), y.cuda());
+  CHECK(value.item() == doctest::Approx(host_value.item()).epsilon(gpu_tolerance<T>::rel));
+  check_same(gradient, host_gradient, "value_and_grad's gradient");
+  auto average = jit([](const auto& u, const auto& v) { return mean(exp(u * v) - u); });
+  compile_graph(average, x, y);
+  check_same(grad(average)(x.cuda(), y.cuda()), grad(average)(x, y), "the gradient of a fused mean, backward alone");
+  // The run grad makes: the backward alone leaves the unread value NaN.
+  const tensor<T> on_x = x.cuda().detach().set_requires_grad();
+  CHECK(std::isnan(average.call_with_unit_seed(std::tuple{on_x, y.cuda()}, false).item()));
 
   // Fused summations over some axes: one pass each, a broadcast and a
   // transposed operand read through their strides.
@@ -588,6 +647,28 @@ TEST_CASE_TEMPLATE("a static graph on the GPU runs its fused kernels, forward an
   check_same(px, host_px, "the gradient of x through the partial sums");
   check_same(py, host_py, "the gradient of y through the partial sums");
   CHECK(planned_on_gpu(partial_sums.statistics()));
+}
+
+TEST_CASE("into() on the GPU: the fused kernel writes into the tensor given, views included") {
+  auto chain = jit([](const auto& x, const auto& y) { return tanh(x * y + x) * y; });
+  tensor<float> x = test::random_tensor<float>({5, 7}, -1, 1, 50), y = test::random_tensor<float>({7}, -1, 1, 51);
+  const tensor<float> want = chain(x, y);
+  const tensor<float> on_x = x.cuda(), on_y = y.cuda();
+  tensor<float> eager_out = zeros<float>({5, 7}, gpu);
+  chain.into(eager_out, on_x, on_y);
+  check_same(eager_out, want, "into() before the graph is compiled: eagerly, then copied");
+
+  compile_graph(chain, x, y);
+  tensor<float> out = zeros<float>({5, 7}, gpu);
+  const std::int64_t before = memory_stats(gpu).allocations;
+  chain.into(out, on_x, on_y);
+  CHECK(memory_stats(gpu).allocations == before);
+  check_same(out, want, "into() by the fused kernel");
+  CHECK(planned_on_gpu(chain.statistics()));
+  tensor<float> wide = zeros<float>({7, 5}, gpu);
+  chain.into(wide.transpose(0, 1), on_x, on_y);
+  check_same(wide.transpose(0, 1).contiguous(), want, "into() a transposed view");
+  CHECK_THROWS_AS(chain.into(zeros<float>({5, 6}, gpu), on_x, on_y), shape_error);
 }
 
 TEST_CASE("a jit training step runs as one static graph on the GPU") {

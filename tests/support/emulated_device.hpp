@@ -61,33 +61,48 @@ struct emulated_backend {
     return &elementwise_outputs_loop<R, C, Op, M, In...>;
   }
 
-  // In the CUDA kernel's order: `threads` strided partial folds, then
-  // halving (kernels/cuda/reduce.hpp), so a float sum rounds as it does there.
+  // One output reduced in the CUDA kernels' order (detail::
+  // plan_device_reduction), so that a float sum rounds as it does there:
+  // value(j) is the output's j-th element.
+  template <class A, class Combine, class Value>
+  static A fold_in_device_order(std::int64_t length, std::int64_t outputs, A identity, const Combine& combine,
+                                const Value& value) {
+    const detail::device_reduction_plan plan = detail::plan_device_reduction(outputs, length);
+    // Arrays, not std::vector: A may be bool.
+    auto halve = [&](A* partial, std::int64_t size) {
+      for (std::int64_t half = size / 2; half > 0; half /= 2)
+        for (std::int64_t t = 0; t < half; ++t) partial[t] = combine(partial[t], partial[t + half]);
+      return partial[0];
+    };
+    std::unique_ptr<A[]> shares(new A[static_cast<std::size_t>(plan.combine_threads)]);
+    std::unique_ptr<A[]> partial(new A[static_cast<std::size_t>(plan.threads)]);
+    std::fill_n(shares.get(), plan.combine_threads, identity);
+    for (std::int64_t s = 0; s < plan.splits; ++s) {
+      std::fill_n(partial.get(), plan.threads, identity);
+      for (std::int64_t j = s * plan.threads; j < length; j += plan.threads * plan.splits)
+        for (std::int64_t t = 0; t < plan.threads && j + t < length; ++t) partial[t] = combine(partial[t], value(j + t));
+      shares[s] = halve(partial.get(), plan.threads);
+    }
+    return plan.splits == 1 ? shares[0] : halve(shares.get(), plan.combine_threads);
+  }
+
   template <class A, class R, class T, class Reducer>
   static void reduce_loop(const Reducer& reducer, int, const T* in, const shape& kept_shape,
                           const detail::dims& kept_strides, const shape& reduced_shape,
                           const detail::dims& reduced_strides, R* out, bool divide, const char*) {
-    const std::int64_t length = numel(reduced_shape);
-    std::int64_t threads = 32;
-    while (threads < 256 && threads < length) threads *= 2;
-    std::vector<const T*> elements;
+    const std::int64_t length = numel(reduced_shape), outputs = numel(kept_shape);
+    std::vector<std::int64_t> reduced_offsets;
+    for_each_index(reduced_shape, [&](const std::vector<std::int64_t>& reduced) {
+      reduced_offsets.push_back(offset_of(reduced, reduced_strides));
+    });
     std::int64_t o = 0;
     for_each_index(kept_shape, [&](const std::vector<std::int64_t>& kept) {
       const T* base = in + offset_of(kept, kept_strides);
-      elements.clear();
-      for_each_index(reduced_shape, [&](const std::vector<std::int64_t>& reduced) {
-        elements.push_back(base + offset_of(reduced, reduced_strides));
-      });
-      std::unique_ptr<A[]> partial(new A[static_cast<std::size_t>(threads)]);
-      std::fill_n(partial.get(), threads, Reducer::template identity<A>());
-      for (std::int64_t j = 0; j < length; ++j)
-        partial[static_cast<std::size_t>(j % threads)] =
-            reducer(partial[static_cast<std::size_t>(j % threads)], static_cast<A>(*elements[static_cast<std::size_t>(j)]));
-      for (std::int64_t half = threads / 2; half > 0; half /= 2)
-        for (std::int64_t t = 0; t < half; ++t)
-          partial[static_cast<std::size_t>(t)] =
-              reducer(partial[static_cast<std::size_t>(t)], partial[static_cast<std::size_t>(t + half)]);
-      out[o++] = static_cast<R>(divide ? partial[0] / static_cast<A>(length) : partial[0]);
+      const A total = fold_in_device_order<A>(length, outputs, Reducer::template identity<A>(), reducer,
+                                              [&](std::int64_t j) {
+                                                return static_cast<A>(base[reduced_offsets[static_cast<std::size_t>(j)]]);
+                                              });
+      out[o++] = static_cast<R>(divide ? total / static_cast<A>(length) : total);
     });
   }
   template <class A, class R, class T, class Reducer>
@@ -95,33 +110,53 @@ struct emulated_backend {
     return &reduce_loop<A, R, T, Reducer>;
   }
 
-  // In the CUDA kernel's order, as reduce_loop.
-  template <class R, class Op, class... In>
-  static void group_sum_loop(const Op& op, int, const shape& kept_shape, const shape& reduced_shape, R* out,
-                             bool divide, const detail::split_operand<In>&... in) {
-    const std::int64_t length = numel(reduced_shape);
-    std::int64_t threads = 32;
-    while (threads < 256 && threads < length) threads *= 2;
+  // A fused summation's pass, in the CUDA kernel's order:
+  // summand(op's result, kept, reduced) is what is summed at a position
+  // (and where there are adjoints, it writes them).
+  template <class R, class Op, class Summand, class... In>
+  static void summing_loop(const Op& op, const shape& kept_shape, const shape& reduced_shape, R* out, bool divide,
+                           const Summand& summand, const detail::split_operand<In>&... in) {
+    const std::int64_t length = numel(reduced_shape), outputs = numel(kept_shape);
     std::vector<std::vector<std::int64_t>> positions;
     for_each_index(reduced_shape, [&](const std::vector<std::int64_t>& reduced) { positions.push_back(reduced); });
     std::int64_t o = 0;
     for_each_index(kept_shape, [&](const std::vector<std::int64_t>& kept) {
-      auto value_at = [&](const std::vector<std::int64_t>& reduced) {
+      auto value_at = [&](std::int64_t j) {
+        const std::vector<std::int64_t>& reduced = positions[static_cast<std::size_t>(j)];
         auto read = [&](const auto& operand) {
           return operand.data ? operand.data[offset_of(kept, operand.kept_strides) +
                                              offset_of(reduced, operand.reduced_strides)]
                               : operand.scalar;
         };
-        return static_cast<R>(op(static_cast<R>(read(in))...));
+        return summand(op(static_cast<R>(read(in))...), kept, reduced);
       };
-      std::vector<R> partial(static_cast<std::size_t>(threads), R(0));
-      for (std::int64_t j = 0; j < length; ++j)
-        partial[static_cast<std::size_t>(j % threads)] += value_at(positions[static_cast<std::size_t>(j)]);
-      for (std::int64_t half = threads / 2; half > 0; half /= 2)
-        for (std::int64_t t = 0; t < half; ++t)
-          partial[static_cast<std::size_t>(t)] += partial[static_cast<std::size_t>(t + half)];
-      out[o++] = divide ? partial[0] / static_cast<R>(length) : partial[0];
+      const R total = fold_in_device_order<R>(length, outputs, R(0), detail::sum_reducer{}, value_at);
+      out[o++] = divide ? total / static_cast<R>(length) : total;
     });
+  }
+  template <class R, class Op, class... In>
+  static void group_sum_loop(const Op& op, int, const shape& kept_shape, const shape& reduced_shape, R* out,
+                             bool divide, const detail::split_operand<In>&... in) {
+    auto value = [](const auto& v, const auto&, const auto&) { return static_cast<R>(v); };
+    summing_loop(op, kept_shape, reduced_shape, out, divide, value, in...);
+  }
+  template <class R, class Op, std::size_t M, class... In>
+  static void group_sum_adjoints_loop(const Op& op, int, const shape& kept_shape, const shape& reduced_shape, R* out,
+                                      bool divide, const std::array<R*, M>& adjoints,
+                                      const detail::dims& adjoint_kept_strides,
+                                      const detail::dims& adjoint_reduced_strides,
+                                      const detail::split_operand<In>&... in) {
+    auto value_writing_adjoints = [&](const auto& values, const std::vector<std::int64_t>& kept,
+                                      const std::vector<std::int64_t>& reduced) {
+      const std::int64_t at = offset_of(kept, adjoint_kept_strides) + offset_of(reduced, adjoint_reduced_strides);
+      for (std::size_t k = 0; k < M; ++k) adjoints[k][at] = static_cast<R>(values[k + 1]);
+      return static_cast<R>(values[0]);
+    };
+    summing_loop(op, kept_shape, reduced_shape, out, divide, value_writing_adjoints, in...);
+  }
+  template <class R, class Op, std::size_t M, class... In>
+  static detail::cuda_group_sum_adjoints_kernel<R, Op, M, In...> group_sum_adjoints() {
+    return &group_sum_adjoints_loop<R, Op, M, In...>;
   }
   template <class R, class Op, class... In>
   static detail::cuda_group_sum_kernel<R, Op, In...> group_sum() {

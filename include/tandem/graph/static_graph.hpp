@@ -63,12 +63,17 @@ using eager_result_t = decltype(std::declval<const F&>()(std::declval<const A&>(
 // kernels/cuda/install.hpp); while they are empty, the graph's function runs
 // eagerly on the device, op by op, with the same values and gradients.
 template <class F, class... A>
-inline std::atomic<eager_result_t<F, A...> (*)(const static_graph<F>& graph, bool unit_seed, const A&... a)>
+inline std::atomic<eager_result_t<F, A...> (*)(const static_graph<F>& graph, bool unit_seed, bool unit_seed_value_read,
+                                               const A&... a)>
     cuda_graph_slot{nullptr};
 template <class F, class... A>
 inline std::atomic<std::pair<eager_result_t<F, A...>, captured_gradients> (*)(const static_graph<F>& graph,
                                                                                const A&... a)>
     cuda_training_slot{nullptr};
+
+// into() on a GPU, writing a tensor of T.
+template <class F, class T, class... A>
+inline std::atomic<void (*)(const static_graph<F>& graph, const tensor<T>& out, const A&... a)> cuda_into_slot{nullptr};
 
 template <class F, class... A>
 struct gpu_graph_entry;
@@ -92,7 +97,7 @@ class static_graph {
       return f_(a...);
     } else {
       if (!jit_enabled()) return f_(a...);
-      if (detail::any_on_gpu(a...)) return run_on_gpu(false, a...);
+      if (detail::any_on_gpu(a...)) return run_on_gpu(false, true, a...);
       return run<false>(std::index_sequence_for<A...>{}, false, true, device::cpu, a...);
     }
   }
@@ -107,7 +112,7 @@ class static_graph {
     return std::apply(
         [&](const A&... a) {
           if (!jit_enabled()) return f_(a...);
-          if (detail::any_on_gpu(a...)) return run_on_gpu(true, a...);
+          if (detail::any_on_gpu(a...)) return run_on_gpu(true, value_read, a...);
           return run<false>(std::index_sequence_for<A...>{}, true, value_read, device::cpu, a...);
         },
         arguments);
@@ -137,9 +142,8 @@ class static_graph {
   void into(const tensor<T>& out, const A&... a) const {
     static_assert(!(is_symbolic_v<A> || ...),
                   "tandem::jit: into() runs a graph on tensors; inside another graph's trace, call the graph itself");
-    auto root = trace(a...);
-    using root_type = decltype(root);
-    static_assert(std::tuple_size_v<decltype(output_keys(root))> == 1,
+    using root_type = decltype(trace(a...));
+    static_assert(std::tuple_size_v<decltype(output_keys(std::declval<const root_type&>()))> == 1,
                   "tandem::jit: into() writes one output, but this function returns several");
     // As a call would record: an input that requires a gradient, or any
     // captured tensor (a module's parameters), while autograd is on.
@@ -151,27 +155,13 @@ class static_graph {
                    : captures_record ? "the function captures tensors, which autograd would record"
                                      : "the tensor written into requires one") +
                   "; run it under tandem::no_grad, or use the value the graph returns");
-    auto write = [&](const auto& value) {
-      using V = typename std::decay_t<decltype(value)>::value_type;
-      static_assert(std::is_same_v<V, T>, "tandem::jit: into() needs a tensor of the element type the function returns");
-      if (value.shape() != out.shape())
-        throw shape_error("tandem::jit::into: the graph's output has shape " + to_string(value.shape()) +
-                          ", the tensor to write into has shape " + to_string(out.shape()));
-      tensor<T> target = out;
-      target.assign(value);
-    };
-    if (!jit_enabled() || detail::any_on_gpu(a...) || !detail::one_value_per_shared_class(root)) return write(f_(a...));
-
-    using inputs_type = std::tuple<const A&...>;
-    detail::signature signature = detail::signature_of(a...);
-    bool known = cache_->known(signature);
-    inputs_type inputs{a...};
-    detail::executor<root_type, inputs_type, false> exec(inputs, false);
-    exec.write_into(output_keys(root)[0], out);
-    auto output = detail::apply_operands([&](const auto& o) { return exec.value(o); }, root.children);
-    if (!known) remember<decltype(root)>(signature);
-    if (exec.wrote_into_destination()) out.storage()->bump_version();
-    else write(output);
+    if (!jit_enabled()) return assign_output(out, f_(a...));
+    if (detail::any_on_gpu(a...)) {
+      if (auto compiled = detail::cuda_into_slot<F, T, A...>.load(std::memory_order_acquire))
+        return compiled(*this, out, a...);
+      return assign_output(out, f_(a...));
+    }
+    run_into<false>(device::cpu, out, a...);
   }
 
   plan_statistics statistics() const { return cache_->statistics(); }
@@ -203,9 +193,9 @@ class static_graph {
   // On GPU tensors: the graph's kernels where a program's nvcc unit
   // compiled them for these argument types, else the function eagerly.
   template <class... A>
-  auto run_on_gpu(bool unit_seed, const A&... a) const {
+  auto run_on_gpu(bool unit_seed, bool unit_seed_value_read, const A&... a) const {
     if (auto compiled = detail::cuda_graph_slot<F, A...>.load(std::memory_order_acquire))
-      return compiled(*this, unit_seed, a...);
+      return compiled(*this, unit_seed, unit_seed_value_read, a...);
     return f_(a...);
   }
 
@@ -216,6 +206,38 @@ class static_graph {
     auto loss = f_(a...);
     if (loss.requires_grad()) loss.backward();
     return std::pair{loss.detach(), detail::captured_gradients()};
+  }
+
+  template <class T, class V>
+  static void assign_output(const tensor<T>& out, const V& value) {
+    static_assert(std::is_same_v<typename V::value_type, T>,
+                  "tandem::jit: into() needs a tensor of the element type the function returns");
+    if (value.shape() != out.shape())
+      throw shape_error("tandem::jit::into: the graph's output has shape " + to_string(value.shape()) +
+                        ", the tensor to write into has shape " + to_string(out.shape()));
+    tensor<T> target = out;
+    target.assign(value);
+  }
+
+  // into()'s run: the group at the output writes into `out` where it may
+  // (same shape and device, no input shares its storage); otherwise the
+  // output is copied there.
+  template <bool OnDevice, class T, class... A>
+  void run_into(device where, const tensor<T>& out, const A&... a) const {
+    auto root = trace(a...);
+    // Two different values of one scalar-holding type (sharing.hpp): as
+    // with jit disabled.
+    if (!detail::one_value_per_shared_class(root)) return assign_output(out, f_(a...));
+    using inputs_type = std::tuple<const A&...>;
+    detail::signature signature = detail::signature_of(a...);
+    bool known = cache_->known(signature);
+    inputs_type inputs{a...};
+    detail::executor<decltype(root), inputs_type, OnDevice> exec(inputs, false, nullptr, true, where);
+    exec.write_into(output_keys(root)[0], out);
+    auto output = detail::apply_operands([&](const auto& o) { return exec.value(o); }, root.children);
+    if (!known) remember<decltype(root)>(signature);
+    if (exec.wrote_into_destination()) out.storage()->bump_version();
+    else assign_output(out, output);
   }
 
   template <bool OnDevice, class... A>

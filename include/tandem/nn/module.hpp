@@ -204,7 +204,9 @@ class module : public module_base {
   plan_statistics graph_statistics() const { return plans_->statistics(); }
 
  protected:
-  module() = default;
+  // `inline` keeps the line from starting with `module`, which nvcc 13 reads
+  // as the start of a C++20 module declaration and warns about (#3189).
+  inline module() = default;
 
   // Makes `member` a trained parameter named `name`: it requires a
   // gradient, and optimizers and checkpoints see it.

@@ -86,7 +86,8 @@ void update_on_device(const Op& op, slot_state<T>& p, const tensor<T>& g) {
   std::array<T*, 1 + S> out{};
   std::array<const T*, S> state{};
   out[0] = p.value.device_data();
-  for (std::size_t k = 0; k < S; ++k) {
+  // `k != S`: nvcc warns that `k < S` is a pointless comparison where S is 0.
+  for (std::size_t k = 0; k != S; ++k) {
     if (p.state[k].device() != where)
       throw device_error("tandem::nn::optimizer: the state of '" + p.name + "' is on " +
                          to_string(p.state[k].device()) + ", the parameter on " + to_string(where) +
@@ -117,7 +118,7 @@ void update_in_place(const Op& op, slot_state<T>& p, const tensor<T>& grad) {
   }
   tandem::detail::output_set<T, 1 + S> out;
   out.data[0] = p.value.data();
-  for (std::size_t k = 0; k < S; ++k) out.data[k + 1] = p.state[k].data();
+  for (std::size_t k = 0; k != S; ++k) out.data[k + 1] = p.state[k].data();
   [&]<std::size_t... K>(std::index_sequence<K...>) {
     tandem::detail::elementwise_flat<T, T>(op, p.value.numel(), out, tandem::detail::flat_operand<T>{p.value.data(), 1},
                                            tandem::detail::flat_operand<T>{g.data(), 1},

@@ -53,14 +53,14 @@ class executor final : public graph_run {
   // `unit_seed` is the key of an output whose backward will be seeded with
   // ones right after this call (a grad of the graph), or null: a fused
   // summation at that output then runs its group's backward in the same pass
-  // as its forward, or, where the caller will not read that output's value
-  // (`unit_seed_value_read` false: grad, not value_and_grad), only the
-  // backward.
+  // as its forward (on the host), or, where the caller will not read that
+  // output's value (`unit_seed_value_read` false: grad, not value_and_grad),
+  // only the backward (on either device).
   executor(const Inputs& inputs, bool for_backward, const void* unit_seed = nullptr, bool unit_seed_value_read = true,
            device where = device::cpu)
       : inputs_(inputs),
         for_backward_(for_backward),
-        unit_seed_(OnDevice ? nullptr : unit_seed),
+        unit_seed_(unit_seed),
         unit_seed_value_read_(unit_seed_value_read),
         device_(where) {}
 
@@ -277,9 +277,9 @@ class executor final : public graph_run {
   tensor<value_of_t<N>> run_summation_on_device(const sym<N>& s, const void* key);
   template <class R, class C, class Kernel, class Operands>
   void launch_group(const Kernel& kernel, const tensor<R>& out, const Operands& operands);
-  template <class T, class Kernel, class Operands>
-  void launch_group_sum(const Kernel& kernel, tensor<T>& out, const shape& extent, const axes& ax, bool keepdims,
-                        bool is_mean, const Operands& operands);
+  template <class T, class Op, std::size_t M, class Operands>
+  void launch_group_sum(const Op& op, tensor<T>& out, std::array<tensor<T>, M>& adjoints, const shape& extent,
+                        const axes& ax, bool keepdims, bool is_mean, const Operands& operands);
   template <class C, class Op, std::size_t M, class... In>
   void launch_adjoints(const Op& op, std::array<tensor<C>, M>& adjoints, const shape& out_shape, const tensor<C>& seed,
                        const tensor<In>&... operands);

@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstddef>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -108,8 +109,37 @@ tensor<value_of_t<N>> executor<Root, Inputs, OnDevice>::run_summation_on_device(
   reduction_shape plan = plan_reduction(extent, node.fn.ax, node.fn.keepdims, node.name);
   if (for_backward_) require_derivatives<kernel_type>();
   constexpr bool is_mean = N::fn_type::is_mean;
+  if constexpr (std::is_floating_point_v<T> && summation_may_run_one_pass<Root, N>) {
+    // A value nobody reads (grad, not value_and_grad), seeded with ones: the
+    // backward alone, one launch that reads the operands once, as on the
+    // host. The value is NaN, so that a read would not pass unnoticed.
+    if (for_backward_ && key == unit_seed_ && !unit_seed_value_read_) {
+      ++counters_.forward_backward_passes;
+      shape kept_dims = plan_reduction(extent, node.fn.ax, true, node.name).out_shape;
+      T seed_scale = is_mean ? T(1) / static_cast<T>(plan.length) : T(1);
+      group_backward(kernel, full<T>(kept_dims, seed_scale, device_), operands, keys, extent);
+      return full<T>(plan.out_shape, std::numeric_limits<T>::quiet_NaN(), device_);
+    }
+  }
   tensor<T> out(plan.out_shape, device_);
-  launch_group_sum(kernel, out, extent, node.fn.ax, node.fn.keepdims, is_mean, operands);
+  if constexpr (std::is_floating_point_v<T> && summation_may_run_one_pass<Root, N>) {
+    // Its value read too (value_and_grad, a training step's loss): the sum
+    // and the adjoints in one launch, as the host's one-pass loop.
+    if (for_backward_ && key == unit_seed_) {
+      ++counters_.forward_backward_passes;
+      static constexpr auto wanted = floating_operand_positions<decltype(operands)>();
+      const T seed_scale = is_mean ? T(1) / static_cast<T>(plan.length) : T(1);
+      [&]<std::size_t... F>(std::index_sequence<F...>) {
+        std::array<tensor<T>, wanted.size()> adjoints{(static_cast<void>(F), tensor<T>(extent, device_))...};
+        const value_then_adjoints<kernel_type, wanted[F]...> op{kernel, seed_scale};
+        launch_group_sum(op, out, adjoints, extent, node.fn.ax, node.fn.keepdims, is_mean, operands);
+        (send_adjoint<wanted[F]>(adjoints[F], operands, keys), ...);
+      }(std::make_index_sequence<wanted.size()>{});
+      return out;
+    }
+  }
+  std::array<tensor<T>, 0> no_adjoints;
+  launch_group_sum(kernel, out, no_adjoints, extent, node.fn.ax, node.fn.keepdims, is_mean, operands);
   if constexpr (std::is_floating_point_v<T>) {
     if (for_backward_) {
       shape kept_dims = plan_reduction(extent, node.fn.ax, true, node.name).out_shape;
@@ -125,28 +155,41 @@ tensor<value_of_t<N>> executor<Root, Inputs, OnDevice>::run_summation_on_device(
 }
 
 // The group's values, computed in T (rows.hpp: summed<T>), summed over the
-// axes into `out` in the same launch (cuda_group_sum_slot).
+// axes into `out` in the same launch (cuda_group_sum_slot); with M
+// adjoints, op is the group's value_then_adjoints (rows.hpp:
+// summed_with_adjoints<T>), and they are written over the group's extent,
+// dense, in the same launch too (cuda_group_sum_adjoints_slot).
 template <class Root, class Inputs, bool OnDevice>
-template <class T, class Kernel, class Operands>
-void executor<Root, Inputs, OnDevice>::launch_group_sum(const Kernel& kernel, tensor<T>& out, const shape& extent,
+template <class T, class Op, std::size_t M, class Operands>
+void executor<Root, Inputs, OnDevice>::launch_group_sum(const Op& op, tensor<T>& out,
+                                                        std::array<tensor<T>, M>& adjoints, const shape& extent,
                                                         const axes& ax, bool keepdims, bool is_mean,
                                                         const Operands& operands) {
+  auto split_strides = [&](const dims& strides) {
+    return split_axes(extent, std::span<const std::int64_t>(strides.data(), strides.size()), ax, keepdims, Op::name);
+  };
   std::apply(
       [&](const auto&... t) {
-        common_device(Kernel::name, {place_of(out), place_of(t)...});
-        auto launch = cuda_group_sum_slot<T, Kernel, value_of_t_tensor<decltype(t)>...>.load(std::memory_order_acquire);
-        if (!launch) throw_missing_graph_kernel(Kernel::name);
+        common_device(Op::name, {place_of(out), place_of(t)...});
         auto split = [&](const auto& operand) {
           using E = value_of_t_tensor<decltype(operand)>;
-          const dims strides = broadcast_strides(operand, extent);
-          const strided_reduction s = split_axes(extent, std::span<const std::int64_t>(strides.data(), strides.size()),
-                                                 ax, keepdims, Kernel::name);
+          const strided_reduction s = split_strides(broadcast_strides(operand, extent));
           return split_operand<E>{operand.device_data(), s.kept_strides, s.reduced_strides, E()};
         };
-        const dims dense = contiguous_strides(extent);
-        const strided_reduction s =
-            split_axes(extent, std::span<const std::int64_t>(dense.data(), dense.size()), ax, keepdims, Kernel::name);
-        launch(kernel, device_.index(), s.kept_shape, s.reduced_shape, out.device_data(), is_mean, split(t)...);
+        const strided_reduction dense = split_strides(contiguous_strides(extent));
+        if constexpr (M == 0) {
+          auto launch = cuda_group_sum_slot<T, Op, value_of_t_tensor<decltype(t)>...>.load(std::memory_order_acquire);
+          if (!launch) throw_missing_graph_kernel(Op::name);
+          launch(op, device_.index(), dense.kept_shape, dense.reduced_shape, out.device_data(), is_mean, split(t)...);
+        } else {
+          auto launch = cuda_group_sum_adjoints_slot<T, Op, M, value_of_t_tensor<decltype(t)>...>.load(
+              std::memory_order_acquire);
+          if (!launch) throw_missing_graph_kernel(Op::name);
+          std::array<T*, M> written{};
+          for (std::size_t k = 0; k < M; ++k) written[k] = adjoints[k].device_data();
+          launch(op, device_.index(), dense.kept_shape, dense.reduced_shape, out.device_data(), is_mean, written,
+                 dense.kept_strides, dense.reduced_strides, split(t)...);
+        }
       },
       operands);
 }

@@ -5,6 +5,7 @@
 // CUDA headers, so the eager ops test a tensor's device and reach its kernel
 // the same way whether nvcc compiled them or not.
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -77,6 +78,37 @@ void run_cuda_elementwise(const char* op_name, const Op& op, device where, const
                      "them)");
 }
 
+// How the GPU spreads a reduction of `outputs` results over `length`
+// elements each (kernels/cuda/reduce.hpp; the emulated GPU of the tests
+// follows the same order): blocks of `threads` (a power of two from 32 to
+// 256, for the halving), and, where the outputs are too few to fill a
+// GPU, `splits` blocks per output. Thread t of block s folds element
+// s * threads + t and every (threads * splits)-th after it; the block's
+// threads then combine by halves; a second kernel combines an output's
+// `splits` partial results by halves too, over `combine_threads` (a power
+// of two, the missing ones the identity). One block per output would run
+// a sum over all of a large tensor on one multiprocessor of a hundred.
+struct device_reduction_plan {
+  std::int64_t threads, splits, combine_threads;
+};
+
+inline device_reduction_plan plan_device_reduction(std::int64_t outputs, std::int64_t length) {
+  std::int64_t threads = 32;
+  while (threads < 256 && threads < length) threads *= 2;
+  // About a thousand blocks fill the largest GPUs several times over; each
+  // thread folds at least 16 elements, so the partials stay few.
+  constexpr std::int64_t enough_blocks = 1024, least_per_thread = 16;
+  std::int64_t splits = 1;
+  if (outputs > 0 && outputs < enough_blocks) {
+    const std::int64_t by_blocks = (enough_blocks + outputs - 1) / outputs;
+    const std::int64_t by_work = length / (threads * least_per_thread);
+    splits = std::max<std::int64_t>(1, std::min(by_blocks, by_work));
+  }
+  std::int64_t combine_threads = 1;
+  while (combine_threads < splits) combine_threads *= 2;
+  return {threads, splits, combine_threads};
+}
+
 // A reduction: out[i] (row-major over the kept axes) = the fold of the
 // input over the reduced axes; `divide` makes it a mean. The input is read
 // through its strides over each index space.
@@ -109,6 +141,21 @@ using cuda_group_sum_kernel = void (*)(const Op& op, int device_index, const sha
 
 template <class R, class Op, class... In>
 inline std::atomic<cuda_group_sum_kernel<R, Op, In...>> cuda_group_sum_slot{nullptr};
+
+// The same summation and its group's adjoints in one pass, at an output
+// whose backward is seeded with ones and whose value is read
+// (value_and_grad, a training step's loss): op returns the value, then M
+// adjoints; adjoint k is written to adjoints[k] at each position, the
+// arrays dense over the group's extent and, like the operands, addressed
+// by their strides over the kept and the reduced axes.
+template <class R, class Op, std::size_t M, class... In>
+using cuda_group_sum_adjoints_kernel = void (*)(const Op& op, int device_index, const shape& kept_shape,
+                                                const shape& reduced_shape, R* out, bool divide,
+                                                const std::array<R*, M>& adjoints, const dims& adjoint_kept_strides,
+                                                const dims& adjoint_reduced_strides, const split_operand<In>&... in);
+
+template <class R, class Op, std::size_t M, class... In>
+inline std::atomic<cuda_group_sum_adjoints_kernel<R, Op, M, In...>> cuda_group_sum_adjoints_slot{nullptr};
 
 // The position of each extreme (argmax, argmin) over the reduced axes, as
 // a flat row-major index among them, read as a reduction is: the first NaN

@@ -92,14 +92,64 @@ __device__ __forceinline__ void store(const output_arrays<R, M>& out, std::int64
   for (std::size_t k = 0; k < M; ++k) out.data[k][offset] = static_cast<R>(values[k]);
 }
 
-// One thread per element of a grid-stride loop. Flat: every array is dense
-// over one axis, so element i is at offset i. `Out` is R* or output_arrays.
+// Four consecutive elements of one dense array, read or written by one
+// access (16 bytes for 4-byte elements): the flat loop's unit where every
+// array's address is a multiple of the pack's size. One element at a time,
+// a kernel reaches about 80% of a GPU's copy bandwidth; four, as a copy does.
+inline constexpr int pack_size = 4;
+template <class T>
+struct alignas(sizeof(T) * pack_size) pack {
+  T element[pack_size];
+};
+
+template <class T>
+__device__ __forceinline__ pack<T> read_pack(const strided_input<T>& in, std::int64_t p) {
+  if (in.data) return reinterpret_cast<const pack<T>*>(in.data)[p];
+  pack<T> all;
+  for (int e = 0; e < pack_size; ++e) all.element[e] = in.scalar;
+  return all;
+}
+
+template <class R, class V>
+__device__ __forceinline__ void store_pack(R* out, std::int64_t p, const V (&values)[pack_size]) {
+  pack<R> result;
+  for (int e = 0; e < pack_size; ++e) result.element[e] = static_cast<R>(values[e]);
+  reinterpret_cast<pack<R>*>(out)[p] = result;
+}
+template <class R, std::size_t M, class V>
+__device__ __forceinline__ void store_pack(const output_arrays<R, M>& out, std::int64_t p,
+                                           const V (&values)[pack_size]) {
+  for (std::size_t k = 0; k < M; ++k) {
+    pack<R> result;
+    for (int e = 0; e < pack_size; ++e) result.element[e] = static_cast<R>(values[e][k]);
+    reinterpret_cast<pack<R>*>(out.data[k])[p] = result;
+  }
+}
+
+// One thread per element (or per pack of elements) of a grid-stride loop.
+// Flat: every array is dense over one axis, so element i is at offset i;
+// `packed`: in packs, the last count % pack_size elements one by one.
+// `Out` is R* or output_arrays.
 template <bool Flat, class C, class Op, class Out, class... In, std::size_t... K>
 __device__ void elementwise_body(const Op& op, const index_space& space, const Out& out,
-                                 const strided_output& out_strides, std::int64_t count, std::index_sequence<K...>,
-                                 const strided_input<In>&... in) {
+                                 const strided_output& out_strides, std::int64_t count, bool packed,
+                                 std::index_sequence<K...>, const strided_input<In>&... in) {
   const std::int64_t step = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += step) {
+  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  std::int64_t done = 0;
+  if constexpr (Flat) {
+    if (packed) {
+      const std::int64_t packs = count / pack_size;
+      for (std::int64_t p = first; p < packs; p += step) {
+        const auto inputs = std::tuple{read_pack(in, p)...};
+        decltype(op(static_cast<C>(in.scalar)...)) values[pack_size];
+        for (int e = 0; e < pack_size; ++e) values[e] = op(static_cast<C>(std::get<K>(inputs).element[e])...);
+        store_pack(out, p, values);
+      }
+      done = packs * pack_size;
+    }
+  }
+  for (std::int64_t i = done + first; i < count; i += step) {
     std::int64_t offsets[sizeof...(In) + 1] = {};
     if constexpr (Flat) {
       for (auto& o : offsets) o = i;
@@ -118,8 +168,23 @@ __device__ void elementwise_body(const Op& op, const index_space& space, const O
 
 template <bool Flat, class C, class Op, class Out, class... In>
 __global__ void elementwise_kernel(Op op, index_space space, Out out, strided_output out_strides, std::int64_t count,
-                                   strided_input<In>... in) {
-  elementwise_body<Flat, C>(op, space, out, out_strides, count, std::index_sequence_for<In...>{}, in...);
+                                   bool packed, strided_input<In>... in) {
+  elementwise_body<Flat, C>(op, space, out, out_strides, count, packed, std::index_sequence_for<In...>{}, in...);
+}
+
+template <class T>
+bool pack_aligned(const T* data) {
+  return reinterpret_cast<std::uintptr_t>(data) % alignof(pack<T>) == 0;
+}
+template <class R>
+bool outputs_pack_aligned(R* out) {
+  return pack_aligned(out);
+}
+template <class R, std::size_t M>
+bool outputs_pack_aligned(const output_arrays<R, M>& out) {
+  for (std::size_t k = 0; k < M; ++k)
+    if (!pack_aligned(out.data[k])) return false;
+  return true;
 }
 
 template <class T>
@@ -149,14 +214,18 @@ void launch_over(const Op& op, int device_index, const shape& out_shape, const O
     return std::tuple{to_strided_input(in, strides[K + 1])...};
   }(std::index_sequence_for<In...>{});
 
+  const bool packed = flat && outputs_pack_aligned(out) && ((!in.data || pack_aligned(in.data)) && ...);
+  const std::int64_t units = packed ? (count + pack_size - 1) / pack_size : count;
   constexpr int threads = 256;
-  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((count + threads - 1) / threads, 1 << 20));
+  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((units + threads - 1) / threads, 1 << 20));
   device_scope on(device_index, Op::name);
   cudaStream_t s = stream(device_index);
   std::apply(
       [&](const auto&... args) {
-        if (flat) elementwise_kernel<true, C><<<blocks, threads, 0, s>>>(op, space, out, out_arg, count, args...);
-        else elementwise_kernel<false, C><<<blocks, threads, 0, s>>>(op, space, out, out_arg, count, args...);
+        if (flat)
+          elementwise_kernel<true, C><<<blocks, threads, 0, s>>>(op, space, out, out_arg, count, packed, args...);
+        else
+          elementwise_kernel<false, C><<<blocks, threads, 0, s>>>(op, space, out, out_arg, count, false, args...);
       },
       inputs);
   check_launch(Op::name);

@@ -15,6 +15,8 @@
 //   elementwise_outputs<R, C, Op, M, In...>()
 //                                   returning a cuda_elementwise_outputs_kernel<R, C, Op, M, In...>
 //   group_sum<R, Op, In...>()       returning a cuda_group_sum_kernel<R, Op, In...>
+//   group_sum_adjoints<R, Op, M, In...>()
+//                                   returning a cuda_group_sum_adjoints_kernel<R, Op, M, In...>
 //   random<T, Law>()                returning a cuda_random_kernel<T, Law>
 // and a static runtime() returning the device_runtime.
 
@@ -58,6 +60,20 @@ void install_builtin_rows() {
       static_cast<builtin_binary_ops*>(nullptr));
   install_op<Backend, where_op, bool, T, T>();
   install_op<Backend, clamp_op, T, T, T>();
+}
+
+// What every element type has, bool included: the logical ops (clamp's
+// and relu's gradients combine masks with them), equality, and where.
+template <class Backend, class T>
+void install_logical_rows() {
+  [&]<class... Op>(std::tuple<Op...>*) { (install_op<Backend, Op, T, T>(), ...); }(
+      static_cast<builtin_logical_ops*>(nullptr));
+  install_op<Backend, logical_not_op, T>();
+  if constexpr (std::is_same_v<T, bool>) {
+    install_op<Backend, eq_op, bool, bool>();
+    install_op<Backend, ne_op, bool, bool>();
+    install_op<Backend, where_op, bool, bool, bool>();
+  }
 }
 
 // Copies and conversions: astype (To from From) and assign (into To, read as
@@ -147,7 +163,9 @@ bool install_all() {
   install_random<Backend, std::int64_t>();
   install_compositions<Backend, float>();
   install_compositions<Backend, double>();
-  [&]<class... T>(std::tuple<T...>*) { ((install_reductions<Backend, T>(), install_one_hot<T>()), ...); }(
+  [&]<class... T>(std::tuple<T...>*) {
+    ((install_reductions<Backend, T>(), install_one_hot<T>(), install_logical_rows<Backend, T>()), ...);
+  }(
       static_cast<element_types*>(nullptr));
   [&]<class... To>(std::tuple<To...>*) {
     [&]<class... From>(std::tuple<From...>*) {
@@ -192,16 +210,23 @@ constexpr bool has_control_flow() {
 namespace tandem::detail {
 
 // A static graph's runs on the GPU that holds its arguments, as
-// cuda_graph_slot and cuda_training_slot call them (graph/static_graph.hpp).
+// cuda_graph_slot, cuda_training_slot and cuda_into_slot call them
+// (graph/static_graph.hpp).
 template <class F, class... A>
 struct gpu_graph_entry {
-  static eager_result_t<F, A...> run(const static_graph<F>& graph, bool unit_seed, const A&... a) {
+  static eager_result_t<F, A...> run(const static_graph<F>& graph, bool unit_seed, bool unit_seed_value_read,
+                                     const A&... a) {
     const device where = common_device("jit", {place_of(a)...});
-    return graph.template run<true>(std::index_sequence_for<A...>{}, unit_seed, true, where, a...);
+    return graph.template run<true>(std::index_sequence_for<A...>{}, unit_seed, unit_seed_value_read, where, a...);
   }
   static std::pair<eager_result_t<F, A...>, captured_gradients> train(const static_graph<F>& graph, const A&... a) {
     const device where = common_device("jit", {place_of(a)...});
     return graph.template train<true>(where, a...);
+  }
+  template <class T>
+  static void into(const static_graph<F>& graph, const tensor<T>& out, const A&... a) {
+    const device where = common_device("jit", {place_of(a)...});
+    graph.template run_into<true>(where, out, a...);
   }
 };
 
@@ -212,9 +237,11 @@ namespace tandem::detail::device_kernels {
 // The kernels of every row the graph of F on arguments of types A runs
 // (graph/execute/rows.hpp), and its GPU runs in the graph's slots. A fused
 // summation's forward is one kernel that sums its group as it computes it
-// (group_sum); its backward is its group's adjoint row, as on the host.
-// (The host's one-pass row, forward and backward in one loop, has no GPU
-// kernel: on a GPU the two are two launches.)
+// (group_sum); its backward is its group's adjoint row, as on the host. At
+// an output seeded with ones, a grad that does not read the value runs that
+// row alone, and one that does (value_and_grad, a training step's loss)
+// runs both in one kernel (group_sum_adjoints), as the host's one-pass
+// loop does.
 template <class Backend, class F, class... A>
 void install_graph() {
   using root = decltype(std::declval<const static_graph<F>&>().trace(std::declval<const A&>()...));
@@ -229,6 +256,12 @@ void install_graph() {
         put(cuda_group_sum_slot<S, group_kernel<root, R>, typename Operand::value_type...>,
             Backend::template group_sum<S, group_kernel<root, R>, typename Operand::value_type...>());
       }(std::type_identity<group_operand_tensors_t<root, R>>{});
+      if constexpr (summation_may_run_one_pass<root, N>) {
+        [&]<class C, class Op, class Out, class... In>(std::type_identity<row_signature<S, C, Op, Out, In...>>) {
+          constexpr std::size_t m = output_count<Out>::value - 1;
+          put(cuda_group_sum_adjoints_slot<S, Op, m, In...>, Backend::template group_sum_adjoints<S, Op, m, In...>());
+        }(std::type_identity<typename group_rows<root, R>::template summed_with_adjoints<S>>{});
+      }
     }
   });
   for_each_graph_row<root>([]<class R, class C, class Op, class Out, class... In>(
@@ -243,6 +276,11 @@ void install_graph() {
   });
   put(cuda_graph_slot<F, A...>, &gpu_graph_entry<F, A...>::run);
   put(cuda_training_slot<F, A...>, &gpu_graph_entry<F, A...>::train);
+  using result = eager_result_t<F, A...>;
+  if constexpr (is_tensor_v<result>) {
+    using T = typename result::value_type;
+    put(cuda_into_slot<F, T, A...>, &gpu_graph_entry<F, A...>::template into<T>);
+  }
 }
 
 }  // namespace tandem::detail::device_kernels

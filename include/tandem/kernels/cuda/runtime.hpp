@@ -174,6 +174,26 @@ inline device_state& state(int index) {
 
 inline cudaStream_t stream(int index) { return state(index).stream(); }
 
+// Device memory for the intermediate results of one op, from the caching
+// allocator. It may be freed as soon as the op's kernels are queued: the
+// next user of the block is queued after them, on the same stream.
+class scratch {
+ public:
+  scratch(int index, std::size_t bytes) : index_(index), bytes_(bytes), memory_(state(index).allocate(bytes)) {}
+  scratch(const scratch&) = delete;
+  scratch& operator=(const scratch&) = delete;
+  ~scratch() { state(index_).deallocate(memory_, bytes_); }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(memory_);
+  }
+
+ private:
+  int index_;
+  std::size_t bytes_;
+  void* memory_;
+};
+
 inline void copy(void* to, device to_device, const void* from, device from_device, std::size_t bytes) {
   if (to_device.is_cpu()) {
     cudaStream_t s = stream(from_device.index());
@@ -213,6 +233,5 @@ inline const device_runtime& runtime() {
 
 // Checks the launch just queued on behalf of `op`.
 inline void check_launch(const char* op) { check(cudaGetLastError(), "a kernel launch", op); }
-
 
 }  // namespace tandem::detail::cuda

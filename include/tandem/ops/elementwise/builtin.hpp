@@ -17,5 +17,7 @@ using builtin_unary_ops = std::tuple<neg_op, abs_op, sign_op, square_op, exp_op,
                                      softplus_op, isnan_op, isinf_op, isfinite_op>;
 using builtin_binary_ops = std::tuple<add_op, sub_op, mul_op, div_op, pow_op, maximum_op, minimum_op, eq_op, ne_op,
                                       lt_op, le_op, gt_op, ge_op, relu_backward_op>;
+// The logical ops: on every element type, bool included (read as != 0).
+using builtin_logical_ops = std::tuple<logical_and_op, logical_or_op, logical_xor_op>;
 
 }  // namespace tandem::detail
