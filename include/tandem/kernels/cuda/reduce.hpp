@@ -39,9 +39,10 @@ __device__ __forceinline__ std::int64_t offset_in(std::int64_t flat, const strid
   return offset;
 }
 
-// Block s of output o folds its share of the output's elements (the plan's
-// order) and combines its threads' partials by halves: the output itself
-// where one block has it (splits == 1), else partials[o * splits + s].
+// Thread t of an output's block s folds its share of the output's elements
+// (in the plan's order) into partial[t]. The block's result, its threads'
+// partials combined by halves, is the output itself where one block has it
+// (splits == 1), else partials[o * splits + s] for the second pass.
 template <class A, class Fold>
 __device__ __forceinline__ void fold_share(const Fold& fold, A* partial, A identity, std::int64_t s,
                                            std::int64_t splits, std::int64_t length) {
