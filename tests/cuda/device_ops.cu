@@ -1,7 +1,7 @@
-// The GPU suite on a GPU: the cases of device_cases.hpp with the CUDA
-// kernels, and the CUDA runtime's own (its caching allocator). Built
-// wherever nvcc is; without a GPU the program reports itself skipped (exit
-// 77) with the reason.
+// The GPU suite on a GPU: the cases of op_cases.hpp and training_cases.hpp
+// with the CUDA kernels, and the CUDA runtime's own (its caching
+// allocator). Built wherever nvcc is; without a GPU the program reports
+// itself skipped (exit 77) with the reason.
 
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
@@ -19,7 +19,8 @@ void compile_graph(const Graph& graph, const A&... a) {
 
 }  // namespace
 
-#include "cuda/device_cases.hpp"
+#include "cuda/op_cases.hpp"
+#include "cuda/training_cases.hpp"
 
 TEST_CASE("the caching allocator reuses freed blocks and counts") {
   synchronize(gpu);

@@ -7,8 +7,10 @@
 // what is recorded for autograd) on every machine; the CUDA kernels
 // themselves run in tests/cuda where a GPU is.
 //
-// Installing it fills the program's slots for good: a program that
-// includes this header has no other use for them.
+// One translation unit of a program installs it, filling the program's
+// slots for good (detail::device_kernels::install_all<emulated_backend>:
+// instantiating every op's loops is most of what the emulation costs to
+// compile); the program has no other use for them.
 
 #include <algorithm>
 #include <array>
@@ -255,7 +257,15 @@ struct emulated_backend {
   static const detail::device_runtime& runtime() { return stand_in_runtime(); }
 };
 
-// Fills every slot once, at the program's start.
-inline const bool emulated_device_installed = detail::device_kernels::install_all<emulated_backend>();
+// tandem::cuda::compile's work for the emulated GPU: the host loops of a
+// static graph's kernels in its slots.
+template <class F, class... A>
+void compile_graph(const static_graph<F>&, const A&...) {
+  detail::device_kernels::install_graph<emulated_backend, F, A...>();
+}
+template <class Loss, class... A>
+void compile_graph(const nn::train_step<Loss>& step, const A&... a) {
+  compile_graph(step.graph(), a...);
+}
 
 }  // namespace tandem::test
