@@ -303,9 +303,18 @@ class executor final : public graph_run {
                   "derivative<I>(g, y, x...) member or specialize tandem::derivative");
   }
 
-  // graph/execute/summation.hpp: a sum or mean inside the loop of the group feeding it.
+  // graph/execute/summation.hpp: a sum or mean inside the loop of the group
+  // feeding it; and, on either device, its backward alone (at a unit seed
+  // whose value is not read) or as a step of the backward.
   template <class N>
   tensor<value_of_t<N>> run_summation(const sym<N>& s, const void* key);
+  template <class T, class Kernel, class Operands>
+  tensor<T> summation_backward_alone(const Kernel& kernel, const Operands& operands, const operand_keys& keys,
+                                     const shape& extent, const shape& kept_dims, const shape& out_shape,
+                                     T seed_scale);
+  template <class T, class Kernel, class Operands>
+  void push_summation_backward(const Kernel& kernel, const Operands& operands, const operand_keys& keys,
+                               const shape& extent, const shape& kept_dims, T seed_scale, const void* key);
 
   template <class X>
   using value_of_t_tensor = typename std::decay_t<X>::value_type;

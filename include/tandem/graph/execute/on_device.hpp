@@ -13,7 +13,6 @@
 
 #include <array>
 #include <cstddef>
-#include <limits>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -109,26 +108,23 @@ tensor<value_of_t<N>> executor<Root, Inputs, OnDevice>::run_summation_on_device(
   reduction_shape plan = plan_reduction(extent, node.fn.ax, node.fn.keepdims, node.name);
   if (for_backward_) require_derivatives<kernel_type>();
   constexpr bool is_mean = N::fn_type::is_mean;
-  if constexpr (std::is_floating_point_v<T> && summation_may_run_one_pass<Root, N>) {
-    // A value nobody reads (grad, not value_and_grad), seeded with ones: the
-    // backward alone, one launch that reads the operands once, as on the
-    // host. The value is NaN, so that a read would not pass unnoticed.
-    if (for_backward_ && key == unit_seed_ && !unit_seed_value_read_) {
-      ++counters_.forward_backward_passes;
-      shape kept_dims = plan_reduction(extent, node.fn.ax, true, node.name).out_shape;
-      T seed_scale = is_mean ? T(1) / static_cast<T>(plan.length) : T(1);
-      group_backward(kernel, full<T>(kept_dims, seed_scale, device_), operands, keys, extent);
-      return full<T>(plan.out_shape, std::numeric_limits<T>::quiet_NaN(), device_);
-    }
+  const T seed_scale = is_mean ? T(1) / static_cast<T>(plan.length) : T(1);
+  // At a unit seed, as on the host: the backward alone where the value is
+  // not read (grad), else the sum and the adjoints in one launch
+  // (value_and_grad, a training step's loss).
+  constexpr bool may_run_one_pass = std::is_floating_point_v<T> && summation_may_run_one_pass<Root, N>;
+  const bool one_pass = may_run_one_pass && for_backward_ && key == unit_seed_;
+  if (one_pass) ++counters_.forward_backward_passes;
+  if constexpr (may_run_one_pass) {
+    if (one_pass && !unit_seed_value_read_)
+      return summation_backward_alone(kernel, operands, keys, extent,
+                                      plan_reduction(extent, node.fn.ax, true, node.name).out_shape, plan.out_shape,
+                                      seed_scale);
   }
   tensor<T> out(plan.out_shape, device_);
-  if constexpr (std::is_floating_point_v<T> && summation_may_run_one_pass<Root, N>) {
-    // Its value read too (value_and_grad, a training step's loss): the sum
-    // and the adjoints in one launch, as the host's one-pass loop.
-    if (for_backward_ && key == unit_seed_) {
-      ++counters_.forward_backward_passes;
+  if constexpr (may_run_one_pass) {
+    if (one_pass) {
       static constexpr auto wanted = floating_operand_positions<decltype(operands)>();
-      const T seed_scale = is_mean ? T(1) / static_cast<T>(plan.length) : T(1);
       [&]<std::size_t... F>(std::index_sequence<F...>) {
         std::array<tensor<T>, wanted.size()> adjoints{(static_cast<void>(F), tensor<T>(extent, device_))...};
         const value_then_adjoints<kernel_type, wanted[F]...> op{kernel, seed_scale};
@@ -141,15 +137,9 @@ tensor<value_of_t<N>> executor<Root, Inputs, OnDevice>::run_summation_on_device(
   std::array<tensor<T>, 0> no_adjoints;
   launch_group_sum(kernel, out, no_adjoints, extent, node.fn.ax, node.fn.keepdims, is_mean, operands);
   if constexpr (std::is_floating_point_v<T>) {
-    if (for_backward_) {
-      shape kept_dims = plan_reduction(extent, node.fn.ax, true, node.name).out_shape;
-      T seed_scale = is_mean ? T(1) / static_cast<T>(plan.length) : T(1);
-      steps_.push_back({key, [kernel, operands, keys, extent, kept_dims, seed_scale](executor& self, const any_tensor& g) {
-                          tensor<T> seed = std::get<tensor<T>>(g).reshape(kept_dims);
-                          if (seed_scale != T(1)) seed = seed * seed_scale;
-                          self.group_backward(kernel, seed, operands, keys, extent);
-                        }});
-    }
+    if (for_backward_)
+      push_summation_backward(kernel, operands, keys, extent,
+                              plan_reduction(extent, node.fn.ax, true, node.name).out_shape, seed_scale, key);
   }
   return out;
 }

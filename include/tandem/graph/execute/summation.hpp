@@ -55,15 +55,13 @@ tensor<value_of_t<N>> executor<Root, Inputs, OnDevice>::run_summation(const sym<
   constexpr bool is_mean = N::fn_type::is_mean;
   T seed_scale = is_mean ? T(1) / static_cast<T>(plan.length) : T(1);
 
-  // A value nobody reads (grad, not value_and_grad): the backward alone, from
-  // the seed broadcast. Summing the value cost a third of such a gradient's
-  // time. The value is NaN, so that a read would not pass unnoticed.
+  // A value nobody reads (grad, not value_and_grad): the backward alone.
+  // Summing the value cost a third of such a gradient's time.
   if constexpr (std::is_floating_point_v<T>) {
-    if (one_pass && !unit_seed_value_read_) {
-      shape kept_dims = plan_reduction(extent, node.fn.ax, true, node.name).out_shape;
-      group_backward(kernel, full<T>(kept_dims, seed_scale), operands, keys, extent);
-      return full<T>(plan.out_shape, std::numeric_limits<T>::quiet_NaN());
-    }
+    if (one_pass && !unit_seed_value_read_)
+      return summation_backward_alone(kernel, operands, keys, extent,
+                                      plan_reduction(extent, node.fn.ax, true, node.name).out_shape, plan.out_shape,
+                                      seed_scale);
   }
   auto finish = [&] {
     if constexpr (is_mean)
@@ -116,16 +114,38 @@ tensor<value_of_t<N>> executor<Root, Inputs, OnDevice>::run_summation(const sym<
       operands);
 
   if constexpr (std::is_floating_point_v<T>) {
-    if (for_backward_ && !one_pass) {
-      shape kept_dims = plan_reduction(extent, node.fn.ax, true, node.name).out_shape;
-      steps_.push_back({key, [kernel, operands, keys, extent, kept_dims, seed_scale](executor& self, const any_tensor& g) {
-                          tensor<T> seed = std::get<tensor<T>>(g).reshape(kept_dims);
-                          if (seed_scale != T(1)) seed = seed * seed_scale;
-                          self.group_backward(kernel, seed, operands, keys, extent);
-                        }});
-    }
+    if (for_backward_ && !one_pass)
+      push_summation_backward(kernel, operands, keys, extent,
+                              plan_reduction(extent, node.fn.ax, true, node.name).out_shape, seed_scale, key);
   }
   return out;
+}
+
+// The backward alone, from the seed broadcast over the summed axes (kept as
+// axes of 1 in `kept_dims`); the value, which nobody reads, is NaN, so that
+// a read would not pass unnoticed.
+template <class Root, class Inputs, bool OnDevice>
+template <class T, class Kernel, class Operands>
+tensor<T> executor<Root, Inputs, OnDevice>::summation_backward_alone(const Kernel& kernel, const Operands& operands,
+                                                                     const operand_keys& keys, const shape& extent,
+                                                                     const shape& kept_dims, const shape& out_shape,
+                                                                     T seed_scale) {
+  group_backward(kernel, full<T>(kept_dims, seed_scale, device_), operands, keys, extent);
+  return full<T>(out_shape, std::numeric_limits<T>::quiet_NaN(), device_);
+}
+
+// The backward's step: the group's adjoint pass from the gradient that
+// reaches the summation, broadcast over the summed axes (a mean's scaled).
+template <class Root, class Inputs, bool OnDevice>
+template <class T, class Kernel, class Operands>
+void executor<Root, Inputs, OnDevice>::push_summation_backward(const Kernel& kernel, const Operands& operands,
+                                                               const operand_keys& keys, const shape& extent,
+                                                               const shape& kept_dims, T seed_scale, const void* key) {
+  steps_.push_back({key, [kernel, operands, keys, extent, kept_dims, seed_scale](executor& self, const any_tensor& g) {
+                      tensor<T> seed = std::get<tensor<T>>(g).reshape(kept_dims);
+                      if (seed_scale != T(1)) seed = seed * seed_scale;
+                      self.group_backward(kernel, seed, operands, keys, extent);
+                    }});
 }
 
 }  // namespace tandem::detail
