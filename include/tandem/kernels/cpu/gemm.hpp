@@ -6,7 +6,9 @@
 // SIMD registers across the whole depth of a block. The micro-kernel sums
 // even and odd k into separate accumulators, added at the end of the block:
 // two chains half as long (a little more accurate), and the float32 results
-// MindSpore's documentation prints. Threads split the rows of C (its
+// MindSpore's documentation prints. The blocks of that sum are fixed by the
+// depth alone; how many of them one pass over C covers is chosen by the
+// L1 cache, without changing the bits. Threads split the rows of C (its
 // columns where it has few rows); each element's sum runs in the same order
 // for any thread count.
 //
@@ -27,6 +29,9 @@
 #if defined(__SSE2__) && !defined(__CUDA_ARCH__)
 #include <emmintrin.h>
 #endif
+#if __has_include(<unistd.h>)
+#include <unistd.h>
+#endif
 
 #include "tandem/core/config.hpp"
 #include "tandem/detail/math.hpp"
@@ -37,6 +42,19 @@
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
 namespace tandem::detail {
+
+// The CPU's L1 data cache per core, in bytes (32 KiB where the system does
+// not say).
+inline std::int64_t l1_data_cache_bytes() {
+  static const std::int64_t bytes = [] {
+#if defined(_SC_LEVEL1_DCACHE_SIZE)
+    const long reported = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    if (reported >= 4096) return static_cast<std::int64_t>(reported);
+#endif
+    return std::int64_t{32768};
+  }();
+  return bytes;
+}
 
 inline namespace TANDEM_KERNEL_ISA {
 
@@ -60,12 +78,16 @@ struct gemm_shape {
   static constexpr bool interleaved = width * static_cast<std::int64_t>(sizeof(T)) >= 64;
   static constexpr std::int64_t mr = 12 / Batches;
   static constexpr std::int64_t nr = Batches * width;
-  // Depth per block: each block ends in the tile's pass over C (and, on
-  // AVX2, the parity sums' store and reload), so fewer, deeper blocks cost
-  // less: 512 against 256 ran 1024^3 4% (AVX-512) to 5% (AVX2) faster and
-  // the MLP's 784-deep product 1-4%, though an AVX2 B panel (32 KB) then
-  // fills L1.
-  static constexpr std::int64_t kc = 512;
+  // The deepest block of the depth summed as one (even + odd) pair before
+  // it is added to C: this fixes the order of every element's sum, the
+  // same on every machine and ISA (1024 steps are 4 blocks of 256, the
+  // MLP's 784 are 3 of 262). How many blocks one pass over C covers is the
+  // machine's choice (pass_blocks): it does not change the bits.
+  static constexpr std::int64_t block_depth = 320;
+  // The deepest pass: each pass ends in a visit of C from memory (and, on
+  // AVX2, the parity sums' store and reload), so on Zen 4 passes of 512
+  // against 256 ran 1024^3 4% (AVX-512) to 5% (AVX2) faster.
+  static constexpr std::int64_t pass_depth = 512;
   static constexpr std::int64_t mc = 96;
   static constexpr std::int64_t nc = nr * 128;
 };
@@ -90,18 +112,21 @@ struct packed_a_panel {
 };
 
 // tile(MR x NR) = A panel (kc x MR) * B panel (kc x NR), accumulated into C
-// unless `overwrite` (the first block of k). Only the first Live rows are
-// computed: a last panel of one or two rows (128 rows are 21 panels of six
-// and one of two) runs at a third of a full panel's cost, its even and odd
-// sums in registers at once.
+// unless `overwrite` (the first pass over the depth). The pass is summed in
+// blocks of `block` steps (its last may be shorter), each as its even plus
+// its odd steps and then added to C: the order of gemm_shape::block_depth,
+// whatever the pass's depth. Only the first Live rows are computed: a last
+// panel of one or two rows (128 rows are 21 panels of six and one of two)
+// runs at a third of a full panel's cost, its even and odd sums in
+// registers at once.
 template <class G, std::int64_t Live, class T, class APanel>
-void micro_kernel(std::int64_t kc, const APanel a, const T* b, T* c, std::int64_t ldc, std::int64_t rows,
-                  std::int64_t cols, bool overwrite) {
+void micro_kernel(std::int64_t kc, std::int64_t block, const APanel a, const T* b, T* c, std::int64_t ldc,
+                  std::int64_t rows, std::int64_t cols, bool overwrite) {
   using batch = simd::batch<T>;
   constexpr std::int64_t w = G::width, nb = G::batches;
-  // The tile of C is read or written once, after the whole depth: its
-  // lines (rows a matrix's width apart, often in one cache set) are
-  // fetched now and arrive during the sums.
+  // The tile of C is read or written after each block's sums: its lines
+  // (rows a matrix's width apart, often in one cache set) are fetched now
+  // and arrive during the first block's sums.
   for (std::int64_t i = 0; i < rows; ++i) {
     __builtin_prefetch(c + i * ldc, 1);
     __builtin_prefetch(c + i * ldc + G::nr - 1, 1);
@@ -125,49 +150,55 @@ void micro_kernel(std::int64_t kc, const APanel a, const T* b, T* c, std::int64_
       for (std::int64_t j = 0; j < nb; ++j) into[i][j] = math::multiply_add(ai, bj[j], into[i][j]);
     }
   };
-  sums acc;
-  clear(acc);
-  if constexpr (interleaved) {
-    sums odd;
-    clear(odd);
-    std::int64_t k = 0;
-    for (; k + 1 < kc; k += 2) {
-      step(k, acc);
-      step(k + 1, odd);
-    }
-    if (k < kc) step(k, acc);
-    for (std::int64_t i = 0; i < Live; ++i)
-      for (std::int64_t j = 0; j < nb; ++j) acc[i][j] += odd[i][j];
-  } else {
-    for (std::int64_t k = 0; k < kc; k += 2) step(k, acc);
-    alignas(64) T even[Live * G::nr];
-    for (std::int64_t i = 0; i < Live; ++i)
-      for (std::int64_t j = 0; j < nb; ++j) acc[i][j].store_aligned(even + i * G::nr + j * w);
-    clear(acc);
-    for (std::int64_t k = 1; k < kc; k += 2) step(k, acc);
-    for (std::int64_t i = 0; i < Live; ++i)
-      for (std::int64_t j = 0; j < nb; ++j) acc[i][j] = batch::load_aligned(even + i * G::nr + j * w) + acc[i][j];
-  }
-  if (rows == G::mr && cols == G::nr) {
-    for (std::int64_t i = 0; i < Live; ++i) {
-      T* ci = c + i * ldc;
-      for (std::int64_t j = 0; j < nb; ++j) {
-        if (overwrite)
-          acc[i][j].store_unaligned(ci + j * w);
-        else
-          (acc[i][j] + batch::load_unaligned(ci + j * w)).store_unaligned(ci + j * w);
+  auto add_to_c = [&](sums& acc, bool store) {
+    if (rows == G::mr && cols == G::nr) {
+      for (std::int64_t i = 0; i < Live; ++i) {
+        T* ci = c + i * ldc;
+        for (std::int64_t j = 0; j < nb; ++j) {
+          if (store)
+            acc[i][j].store_unaligned(ci + j * w);
+          else
+            (acc[i][j] + batch::load_unaligned(ci + j * w)).store_unaligned(ci + j * w);
+        }
       }
+      return;
     }
-    return;
-  }
-  alignas(64) T tile[Live * G::nr];
-  for (std::int64_t i = 0; i < Live; ++i)
-    for (std::int64_t j = 0; j < nb; ++j) acc[i][j].store_aligned(tile + i * G::nr + j * w);
-  for (std::int64_t i = 0; i < rows; ++i) {
-    if (overwrite)
-      simd::copy_row(tile + i * G::nr, cols, c + i * ldc);
-    else
-      simd::add_row(tile + i * G::nr, cols, c + i * ldc);
+    alignas(64) T tile[Live * G::nr];
+    for (std::int64_t i = 0; i < Live; ++i)
+      for (std::int64_t j = 0; j < nb; ++j) acc[i][j].store_aligned(tile + i * G::nr + j * w);
+    for (std::int64_t i = 0; i < rows; ++i) {
+      if (store)
+        simd::copy_row(tile + i * G::nr, cols, c + i * ldc);
+      else
+        simd::add_row(tile + i * G::nr, cols, c + i * ldc);
+    }
+  };
+  for (std::int64_t first = 0; first < kc; first += block) {
+    const std::int64_t last = std::min(kc, first + block);
+    sums acc;
+    clear(acc);
+    if constexpr (interleaved) {
+      sums odd;
+      clear(odd);
+      std::int64_t k = first;
+      for (; k + 1 < last; k += 2) {
+        step(k, acc);
+        step(k + 1, odd);
+      }
+      if (k < last) step(k, acc);
+      for (std::int64_t i = 0; i < Live; ++i)
+        for (std::int64_t j = 0; j < nb; ++j) acc[i][j] += odd[i][j];
+    } else {
+      for (std::int64_t k = first; k < last; k += 2) step(k, acc);
+      alignas(64) T even[Live * G::nr];
+      for (std::int64_t i = 0; i < Live; ++i)
+        for (std::int64_t j = 0; j < nb; ++j) acc[i][j].store_aligned(even + i * G::nr + j * w);
+      clear(acc);
+      for (std::int64_t k = first + 1; k < last; k += 2) step(k, acc);
+      for (std::int64_t i = 0; i < Live; ++i)
+        for (std::int64_t j = 0; j < nb; ++j) acc[i][j] = batch::load_aligned(even + i * G::nr + j * w) + acc[i][j];
+    }
+    add_to_c(acc, overwrite && first == 0);
   }
 }
 
@@ -274,13 +305,32 @@ simd::buffer<T>& packing_buffer(int which) {
   return buffers[which];
 }
 
-// C = A * B in G's tiles, for k > 0.
+// How many summation blocks of `block` steps one pass over C covers: as many
+// as keep the pass within G::pass_depth and its packed panel of B (the
+// micro-kernel's operand that every tile of a column re-reads) within L1,
+// or, where even one block's panel is larger than L1, as many as
+// pass_depth allows. On an Intel Xeon with AVX-512 (two 512-bit FMA units,
+// 48 KiB of L1) passes of 512 steps ran 1024^3 at 0.83 of OpenBLAS, passes
+// of 256 at 1.0: the 64 KiB panel came from L2 for every tile.
+template <class G, class T>
+std::int64_t gemm_pass_blocks(std::int64_t block) {
+  const std::int64_t most = std::max<std::int64_t>(1, G::pass_depth / block);
+  const std::int64_t panel = block * G::nr * static_cast<std::int64_t>(sizeof(T));
+  const std::int64_t l1 = l1_data_cache_bytes();
+  if (panel > l1) return most;
+  return std::min(most, l1 / panel);
+}
+
+// C = A * B in G's tiles, for k > 0. `pass_blocks`: the summation blocks
+// per pass over C where given (tests), the machine's choice where 0.
 template <class G, class T>
 void gemm_blocks(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a, strided_matrix<T> b, T* c,
-                 std::int64_t ldc, epilogue_ref epilogue) {
-  // Blocks of equal depth and height (within one MR): no thin remainder
-  // block, which would run the micro-kernel at a fraction of its speed.
-  const std::int64_t k_block = (k + (k + G::kc - 1) / G::kc - 1) / ((k + G::kc - 1) / G::kc);
+                 std::int64_t ldc, epilogue_ref epilogue, std::int64_t pass_blocks = 0) {
+  // Summation blocks of equal depth: no thin remainder block, which would
+  // run the micro-kernel at a fraction of its speed. Passes of whole blocks.
+  const std::int64_t blocks = (k + G::block_depth - 1) / G::block_depth;
+  const std::int64_t sum_block = (k + blocks - 1) / blocks;
+  const std::int64_t k_block = sum_block * (pass_blocks > 0 ? pass_blocks : gemm_pass_blocks<G, T>(sum_block));
   // Row blocks of whole panels of A, as equal as panels allow, as many as a
   // multiple of the threads: 11 blocks of 96 rows of a 1024-row product kept
   // one of two threads idle a sixth of the time.
@@ -321,11 +371,11 @@ void gemm_blocks(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
               // (A panel read in place is always whole.)
               if constexpr (!std::is_same_v<std::decay_t<decltype(panel)>, a_panel<T>>) {
                 if (rows <= 2) {
-                  micro_kernel<G, 2>(kc, panel, pb + jp * kc * G::nr, at, ldc, rows, cols, pc == 0);
+                  micro_kernel<G, 2>(kc, sum_block, panel, pb + jp * kc * G::nr, at, ldc, rows, cols, pc == 0);
                   return;
                 }
               }
-              micro_kernel<G, G::mr>(kc, panel, pb + jp * kc * G::nr, at, ldc, rows, cols, pc == 0);
+              micro_kernel<G, G::mr>(kc, sum_block, panel, pb + jp * kc * G::nr, at, ldc, rows, cols, pc == 0);
             };
             if (a_in_place) {
               // The last, partial panel is packed (its missing rows read as
