@@ -82,7 +82,7 @@ struct gemm_shape {
   // it is added to C: this fixes the order of every element's sum, the
   // same on every machine and ISA (1024 steps are 4 blocks of 256, the
   // MLP's 784 are 3 of 262). How many blocks one pass over C covers is the
-  // machine's choice (pass_blocks): it does not change the bits.
+  // machine's choice (gemm_pass_blocks): it does not change the bits.
   static constexpr std::int64_t block_depth = 320;
   // The deepest pass: each pass ends in a visit of C from memory (and, on
   // AVX2, the parity sums' store and reload), so on Zen 4 passes of 512
