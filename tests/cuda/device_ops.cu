@@ -27,12 +27,12 @@ TEST_CASE("the caching allocator reuses freed blocks and counts") {
   release_cached_memory(gpu);
   device_memory_stats before = memory_stats(gpu);
   CHECK(before.cached_bytes == 0);
-  { tensor<float> a({1 << 20}, gpu); }
+  { tensor<float> a(shape{1 << 20}, gpu); }
   device_memory_stats freed = memory_stats(gpu);
   CHECK(freed.live_blocks == before.live_blocks);
   CHECK(freed.cached_bytes >= 4 << 20);
   CHECK(freed.device_mallocs == before.device_mallocs + 1);
-  { tensor<float> b({1 << 20}, gpu); }
+  { tensor<float> b(shape{1 << 20}, gpu); }
   CHECK(memory_stats(gpu).device_mallocs == freed.device_mallocs);
   CHECK(memory_stats(gpu).allocations == freed.allocations + 1);
   release_cached_memory(gpu);

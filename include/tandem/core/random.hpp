@@ -77,6 +77,22 @@ TANDEM_HOST_DEVICE inline std::uint64_t high_product(std::uint64_t a, std::uint6
 #endif
 }
 
+// low + width u, rounded after the product and after the sum on every
+// device and build: nvcc fuses a product and a sum into one FMA by default,
+// and g++ does where the target has FMA (gnu++ modes), which changes the
+// last bit of some draws.
+TANDEM_HOST_DEVICE inline double scaled_unit(double low, double width, double u) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(low, __dmul_rn(width, u));
+#else
+  double product = width * u;
+#if defined(__GNUC__)
+  asm("" : "+g"(product));  // an opaque value: not fused into the sum
+#endif
+  return low + product;
+#endif
+}
+
 // The laws: one value from one counter's words. Their parameters are
 // plain values so that a GPU kernel takes them by value.
 
@@ -87,7 +103,7 @@ struct uniform_law {
   double low, high;
   T below_high;
   TANDEM_HOST_DEVICE T operator()(const random_words& w) const {
-    T x = static_cast<T>(low + (high - low) * unit_double(w.word[0], w.word[1]));
+    T x = static_cast<T>(scaled_unit(low, high - low, unit_double(w.word[0], w.word[1])));
     return x < static_cast<T>(high) ? x : below_high;
   }
 };

@@ -19,15 +19,59 @@
 
 #include "tandem/core/shape.hpp"
 #include "tandem/kernels/cuda/dispatch.hpp"
+#include "tandem/kernels/cuda/divisor.hpp"
 #include "tandem/kernels/cuda/runtime.hpp"
 
 namespace tandem::detail::cuda {
 
-// The arrays' strides over a merged index space.
+// An index space of up to cuda_max_axes axes, row-major. `narrow`: fewer
+// than 2^31 positions, so an index is split into the axes' indices with
+// 32-bit divisions by multiplication (axis_divisor).
 struct index_space {
   int rank;
+  bool narrow;
   std::int64_t extents[cuda_max_axes];
+  axis_divisor divisors[cuda_max_axes];
 };
+
+// Fills in `narrow` and the divisors once the extents are set.
+inline index_space with_divisors(index_space space) {
+  std::int64_t count = 1;
+  for (int axis = 0; axis < space.rank; ++axis) count *= space.extents[axis];
+  space.narrow = count < (std::int64_t{1} << 31);
+  // An empty space has no position to divide (and an extent of 0 no divisor).
+  if (space.narrow && count > 0)
+    for (int axis = 0; axis < space.rank; ++axis)
+      space.divisors[axis] = axis_divisor(static_cast<std::uint32_t>(space.extents[axis]));
+  return space;
+}
+
+// visit(axis, index) for every axis of position `flat` of `space`. What is
+// left of `flat` after the inner axes is the first axis's index, so a
+// single axis divides nothing.
+template <class Visit>
+__device__ __forceinline__ void for_each_axis_index(std::int64_t flat, const index_space& space, const Visit& visit) {
+  if (space.narrow) {
+    auto rest = static_cast<std::uint32_t>(flat);
+#pragma unroll
+    for (int axis = static_cast<int>(cuda_max_axes) - 1; axis > 0; --axis) {
+      if (axis >= space.rank) continue;
+      const std::uint32_t quotient = space.divisors[axis].quotient(rest);
+      visit(axis, static_cast<std::int64_t>(rest - quotient * static_cast<std::uint32_t>(space.extents[axis])));
+      rest = quotient;
+    }
+    if (space.rank > 0) visit(0, static_cast<std::int64_t>(rest));
+  } else {
+    std::int64_t rest = flat;
+#pragma unroll
+    for (int axis = static_cast<int>(cuda_max_axes) - 1; axis > 0; --axis) {
+      if (axis >= space.rank) continue;
+      visit(axis, rest % space.extents[axis]);
+      rest /= space.extents[axis];
+    }
+    if (space.rank > 0) visit(0, rest);
+  }
+}
 
 template <class T>
 struct strided_input {
@@ -46,7 +90,7 @@ struct strided_output {
 // merged.
 template <std::size_t Arrays>
 index_space merge_axes(const shape& extents, std::array<dims, Arrays>& strides, const char* op) {
-  index_space space{0, {}};
+  index_space space{0, false, {}, {}};
   std::array<std::array<std::int64_t, cuda_max_axes>, Arrays> merged{};
   int rank = 0;
   for (std::size_t axis = 0; axis < extents.size(); ++axis) {
@@ -68,7 +112,7 @@ index_space merge_axes(const shape& extents, std::array<dims, Arrays>& strides, 
   }
   space.rank = rank;
   for (std::size_t a = 0; a < Arrays; ++a) strides[a].assign(merged[a].begin(), merged[a].begin() + rank);
-  return space;
+  return with_divisors(space);
 }
 
 template <class T>
@@ -102,11 +146,19 @@ struct alignas(sizeof(T) * pack_size) pack {
   T element[pack_size];
 };
 
+// In the flat loop an array's one stride is 1, or 0 where one element is
+// broadcast over all (a loss's seed, a bias of one value).
+template <class T>
+__device__ __forceinline__ T read_flat(const strided_input<T>& in, std::int64_t i) {
+  return in.data ? in.data[i * in.strides[0]] : in.scalar;
+}
+
 template <class T>
 __device__ __forceinline__ pack<T> read_pack(const strided_input<T>& in, std::int64_t p) {
-  if (in.data) return reinterpret_cast<const pack<T>*>(in.data)[p];
+  if (in.data && in.strides[0] != 0) return reinterpret_cast<const pack<T>*>(in.data)[p];
+  const T value = in.data ? in.data[0] : in.scalar;
   pack<T> all;
-  for (int e = 0; e < pack_size; ++e) all.element[e] = in.scalar;
+  for (int e = 0; e < pack_size; ++e) all.element[e] = value;
   return all;
 }
 
@@ -127,17 +179,17 @@ __device__ __forceinline__ void store_pack(const output_arrays<R, M>& out, std::
 }
 
 // One thread per element (or per pack of elements) of a grid-stride loop.
-// Flat: every array is dense over one axis, so element i is at offset i;
-// `packed`: in packs, the last count % pack_size elements one by one.
-// `Out` is R* or output_arrays.
+// Flat: the output is dense over one axis, so element i is at offset i, and
+// each operand at i or at 0 (read_flat); `packed`: in packs, the last
+// count % pack_size elements one by one. `Out` is R* or output_arrays.
 template <bool Flat, class C, class Op, class Out, class... In, std::size_t... K>
 __device__ void elementwise_body(const Op& op, const index_space& space, const Out& out,
                                  const strided_output& out_strides, std::int64_t count, bool packed,
                                  std::index_sequence<K...>, const strided_input<In>&... in) {
   const std::int64_t step = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
   const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  std::int64_t done = 0;
   if constexpr (Flat) {
+    std::int64_t done = 0;
     if (packed) {
       const std::int64_t packs = count / pack_size;
       for (std::int64_t p = first; p < packs; p += step) {
@@ -148,21 +200,16 @@ __device__ void elementwise_body(const Op& op, const index_space& space, const O
       }
       done = packs * pack_size;
     }
-  }
-  for (std::int64_t i = done + first; i < count; i += step) {
-    std::int64_t offsets[sizeof...(In) + 1] = {};
-    if constexpr (Flat) {
-      for (auto& o : offsets) o = i;
-    } else {
-      std::int64_t rest = i;
-      for (int axis = space.rank - 1; axis >= 0; --axis) {
-        std::int64_t index = rest % space.extents[axis];
-        rest /= space.extents[axis];
+    for (std::int64_t i = done + first; i < count; i += step) store(out, i, op(static_cast<C>(read_flat(in, i))...));
+  } else {
+    for (std::int64_t i = first; i < count; i += step) {
+      std::int64_t offsets[sizeof...(In) + 1] = {};
+      for_each_axis_index(i, space, [&](int axis, std::int64_t index) {
         offsets[0] += index * out_strides.strides[axis];
         ((offsets[K + 1] += index * in.strides[axis]), ...);
-      }
+      });
+      store(out, offsets[0], op(static_cast<C>(read(in, offsets, K + 1))...));
     }
-    store(out, offsets[0], op(static_cast<C>(read(in, offsets, K + 1))...));
   }
 }
 
@@ -203,18 +250,25 @@ void launch_over(const Op& op, int device_index, const shape& out_shape, const O
   if (count == 0) return;
   std::array<dims, sizeof...(In) + 1> strides{out_strides, (in.data ? in.strides : dims(out_shape.size(), 0))...};
   const index_space space = merge_axes(out_shape, strides, Op::name);
-  // Flat: one axis (or none) that every array read from memory steps by 1.
+  // Flat: one axis (or none) that the output steps by 1, and every operand
+  // read from memory by 1 or by 0 (one element broadcast).
   const std::array<bool, sizeof...(In) + 1> in_memory{true, (in.data != nullptr)...};
   bool flat = space.rank <= 1;
   for (std::size_t a = 0; a < strides.size() && flat && space.rank == 1; ++a)
-    flat = !in_memory[a] || strides[a][0] == 1;
+    flat = !in_memory[a] || strides[a][0] == 1 || (a > 0 && strides[a][0] == 0);
   strided_output out_arg{};
   std::copy(strides[0].begin(), strides[0].end(), out_arg.strides);
   auto inputs = [&]<std::size_t... K>(std::index_sequence<K...>) {
     return std::tuple{to_strided_input(in, strides[K + 1])...};
   }(std::index_sequence_for<In...>{});
 
-  const bool packed = flat && outputs_pack_aligned(out) && ((!in.data || pack_aligned(in.data)) && ...);
+  const bool packed = flat && outputs_pack_aligned(out) && std::apply(
+                                                               [](const auto&... args) {
+                                                                 return ((!args.data || args.strides[0] == 0 ||
+                                                                          pack_aligned(args.data)) &&
+                                                                         ...);
+                                                               },
+                                                               inputs);
   const std::int64_t units = packed ? (count + pack_size - 1) / pack_size : count;
   constexpr int threads = 256;
   const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((units + threads - 1) / threads, 1 << 20));

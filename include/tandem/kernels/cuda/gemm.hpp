@@ -13,8 +13,10 @@
 #include <cublas_v2.h>
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -62,31 +64,74 @@ inline blas_operand as_blas_operand(std::int64_t rows, std::int64_t columns, std
   return {CUBLAS_OP_T, std::max<std::int64_t>(columns == 1 ? rows : column_step, 1)};
 }
 
+// The distance between consecutive batches' offsets, where it is one
+// distance (a batch axis of a dense tensor, or one matrix broadcast: 0).
+inline std::optional<std::int64_t> common_step(const std::vector<std::int64_t>& offsets) {
+  const std::int64_t step = offsets.size() < 2 ? 0 : offsets[1] - offsets[0];
+  for (std::size_t i = 2; i < offsets.size(); ++i)
+    if (offsets[i] - offsets[i - 1] != step) return std::nullopt;
+  return step;
+}
+
+// One cuBLAS call for the whole batch: strided where both operands step
+// evenly from one batch to the next (a convolution's images against its one
+// kernel), else through arrays of pointers. A call per product would cost
+// a launch each, which small products (a batch of 128 images) cannot hide.
 template <class T>
 void launch_gemm(int device_index, const gemm_batch<T>& work) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "cuBLAS multiplies float and double");
+  const std::size_t batches = work.a_offsets.size();
+  if (batches == 0) return;
+  if (batches > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    throw device_error("tandem::matmul: cuBLAS multiplies at most 2^31 - 1 matrices in one call, and this batch has " +
+                       std::to_string(batches));
   cublasHandle_t handle = blas_handle(device_index);
   device_scope on(device_index, "matmul");
   // C^T (n x m, column-major with leading dimension ldc) = B^T A^T.
   const blas_operand b = as_blas_operand(work.k, work.n, work.b_row_step, work.b_column_step);
   const blas_operand a = as_blas_operand(work.m, work.k, work.a_row_step, work.a_column_step);
   const T one = 1, zero = 0;
-  for (std::int64_t batch = 0; batch < static_cast<std::int64_t>(work.a_offsets.size()); ++batch) {
-    const T* a_data = work.a + work.a_offsets[static_cast<std::size_t>(batch)];
-    const T* b_data = work.b + work.b_offsets[static_cast<std::size_t>(batch)];
-    T* c_data = work.c + batch * work.m * work.n;
-    const auto n = static_cast<int>(work.n), m = static_cast<int>(work.m), k = static_cast<int>(work.k);
-    const auto ldb = static_cast<int>(b.leading), lda = static_cast<int>(a.leading);
+  const auto n = static_cast<int>(work.n), m = static_cast<int>(work.m), k = static_cast<int>(work.k);
+  const auto ldb = static_cast<int>(b.leading), lda = static_cast<int>(a.leading);
+  const auto count = static_cast<int>(batches);
+  const std::optional<std::int64_t> a_step = common_step(work.a_offsets), b_step = common_step(work.b_offsets);
+  if (a_step && b_step) {
+    const T* a_data = work.a + work.a_offsets[0];
+    const T* b_data = work.b + work.b_offsets[0];
+    const long long c_step = work.m * work.n;
     if constexpr (std::is_same_v<T, float>)
-      check_cublas(cublasSgemm(handle, b.operation, a.operation, n, m, k, &one, b_data, ldb, a_data, lda, &zero,
-                               c_data, n),
-                   "cublasSgemm", "matmul");
+      check_cublas(cublasSgemmStridedBatched(handle, b.operation, a.operation, n, m, k, &one, b_data, ldb, *b_step,
+                                             a_data, lda, *a_step, &zero, work.c, n, c_step, count),
+                   "cublasSgemmStridedBatched", "matmul");
     else
-      check_cublas(cublasDgemm(handle, b.operation, a.operation, n, m, k, &one, b_data, ldb, a_data, lda, &zero,
-                               c_data, n),
-                   "cublasDgemm", "matmul");
+      check_cublas(cublasDgemmStridedBatched(handle, b.operation, a.operation, n, m, k, &one, b_data, ldb, *b_step,
+                                             a_data, lda, *a_step, &zero, work.c, n, c_step, count),
+                   "cublasDgemmStridedBatched", "matmul");
+    return;
   }
+  // The pointer arrays go to the device on the stream, ahead of the call
+  // that reads them; their scratch block is reused only after it.
+  std::vector<const T*> pointers(3 * batches);
+  for (std::size_t i = 0; i < batches; ++i) {
+    pointers[i] = work.b + work.b_offsets[i];
+    pointers[batches + i] = work.a + work.a_offsets[i];
+    pointers[2 * batches + i] = work.c + static_cast<std::int64_t>(i) * work.m * work.n;
+  }
+  scratch on_device(device_index, pointers.size() * sizeof(T*));
+  check(cudaMemcpyAsync(on_device.as<void>(), pointers.data(), pointers.size() * sizeof(T*), cudaMemcpyHostToDevice,
+                        stream(device_index)),
+        "cudaMemcpyAsync (host to device)", "matmul");
+  const T* const* b_array = on_device.as<const T*>();
+  const T* const* a_array = b_array + batches;
+  T* const* c_array = on_device.as<T*>() + 2 * batches;
+  if constexpr (std::is_same_v<T, float>)
+    check_cublas(cublasSgemmBatched(handle, b.operation, a.operation, n, m, k, &one, b_array, ldb, a_array, lda, &zero,
+                                    c_array, n, count),
+                 "cublasSgemmBatched", "matmul");
+  else
+    check_cublas(cublasDgemmBatched(handle, b.operation, a.operation, n, m, k, &one, b_array, ldb, a_array, lda, &zero,
+                                    c_array, n, count),
+                 "cublasDgemmBatched", "matmul");
 }
-
 
 }  // namespace tandem::detail::cuda

@@ -15,14 +15,14 @@
 #include <type_traits>
 
 #include "tandem/kernels/cuda/dispatch.hpp"
+#include "tandem/kernels/cuda/elementwise.hpp"
 #include "tandem/kernels/cuda/runtime.hpp"
 
 namespace tandem::detail::cuda {
 
 struct index_geometry {
-  int rank;
+  index_space space;
   int axis;
-  std::int64_t extents[cuda_max_axes];
   std::int64_t index_strides[cuda_max_axes];
   std::int64_t in_strides[cuda_max_axes];
   std::int64_t out_strides[cuda_max_axes];
@@ -46,15 +46,13 @@ __global__ void index_kernel(index_geometry g, const std::int64_t* index, const 
                              bool scatter) {
   const std::int64_t step = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
   for (std::int64_t p = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < count; p += step) {
-    std::int64_t rest = p, at_index = 0, at_in = 0, at_out = 0, along = 0;
-    for (int axis = g.rank - 1; axis >= 0; --axis) {
-      const std::int64_t c = rest % g.extents[axis];
-      rest /= g.extents[axis];
+    std::int64_t at_index = 0, at_in = 0, at_out = 0, along = 0;
+    for_each_axis_index(p, g.space, [&](int axis, std::int64_t c) {
       at_index += c * g.index_strides[axis];
       at_in += c * g.in_strides[axis];
       at_out += c * g.out_strides[axis];
       if (axis == g.axis) along = c;
-    }
+    });
     const std::int64_t moved = index[at_index] - along;
     if (scatter) add_atomically(out + at_out + moved * g.out_strides[g.axis], in[at_in]);
     else out[at_out] = in[at_in + moved * g.in_strides[g.axis]];
@@ -71,13 +69,14 @@ void launch_index(int device_index, const shape& space, std::int64_t axis, const
   if (space.size() > cuda_max_axes)
     throw device_error(std::string("tandem::") + op + ": a GPU kernel indexes at most " +
                        std::to_string(cuda_max_axes) + " axes, and shape " + to_string(space) + " has more");
-  index_geometry g{static_cast<int>(space.size()), static_cast<int>(axis), {}, {}, {}, {}};
+  index_geometry g{{static_cast<int>(space.size()), false, {}, {}}, static_cast<int>(axis), {}, {}, {}};
   for (std::size_t a = 0; a < space.size(); ++a) {
-    g.extents[a] = space[a];
+    g.space.extents[a] = space[a];
     g.index_strides[a] = index_strides[a];
     g.in_strides[a] = in_strides[a];
     g.out_strides[a] = out_strides[a];
   }
+  g.space = with_divisors(g.space);
   constexpr int threads = 256;
   const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((count + threads - 1) / threads, 1 << 20));
   device_scope on(device_index, op);

@@ -30,13 +30,15 @@ struct strided_space {
   std::int64_t strides[cuda_max_axes];
 };
 
-__device__ __forceinline__ std::int64_t offset_in(std::int64_t flat, const strided_space& s) {
+__device__ __forceinline__ std::int64_t offset_over(std::int64_t flat, const index_space& space,
+                                                    const std::int64_t* strides) {
   std::int64_t offset = 0;
-  for (int axis = s.space.rank - 1; axis >= 0; --axis) {
-    offset += flat % s.space.extents[axis] * s.strides[axis];
-    flat /= s.space.extents[axis];
-  }
+  for_each_axis_index(flat, space, [&](int axis, std::int64_t index) { offset += index * strides[axis]; });
   return offset;
+}
+
+__device__ __forceinline__ std::int64_t offset_in(std::int64_t flat, const strided_space& s) {
+  return offset_over(flat, s.space, s.strides);
 }
 
 // Thread t of an output's block s folds its share of the output's elements
@@ -86,6 +88,27 @@ __global__ void reduce_kernel(Reducer reducer, const T* in, strided_space kept, 
     }
     __syncthreads();
   }
+}
+
+// The plan's many short outputs (threads == 1): thread t folds output t's
+// elements in order, the order of a one-thread block above.
+template <class A, class R, class T, class Reducer>
+__global__ void reduce_each_kernel(Reducer reducer, const T* in, strided_space kept, strided_space reduced, R* out,
+                                   std::int64_t outputs, std::int64_t length, bool divide) {
+  const std::int64_t step = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
+  for (std::int64_t o = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < outputs; o += step) {
+    const T* base = in + offset_in(o, kept);
+    A folded = Reducer::template identity<A>();
+    for (std::int64_t j = 0; j < length; ++j) folded = reducer(folded, static_cast<A>(base[offset_in(j, reduced)]));
+    out[o] = finished<A, R>(folded, divide, length);
+  }
+}
+
+// A grid of `threads`-thread blocks with a thread for each of `outputs`.
+inline constexpr unsigned each_output_threads = 256;
+inline unsigned blocks_for_each(std::int64_t outputs) {
+  return static_cast<unsigned>(
+      std::min<std::int64_t>((outputs + each_output_threads - 1) / each_output_threads, std::int64_t{1} << 20));
 }
 
 // The second pass of a split reduction: each output's partials, combined by
@@ -143,6 +166,13 @@ void launch_reduce(const Reducer& reducer, int device_index, const T* in, const 
   const strided_space kept = merged_space(kept_shape, kept_strides, op);
   const strided_space reduced = merged_space(reduced_shape, reduced_strides, op);
   const device_reduction_plan plan = plan_device_reduction(outputs, length);
+  if (plan.threads == 1) {
+    device_scope on(device_index, op);
+    reduce_each_kernel<A, R, T><<<blocks_for_each(outputs), each_output_threads, 0, stream(device_index)>>>(
+        reducer, in, kept, reduced, out, outputs, length, divide);
+    check_launch(op);
+    return;
+  }
   const auto threads = static_cast<unsigned>(plan.threads);
   launch_planned<A>(plan, device_index, outputs, length, out, divide, reducer, Reducer::template identity<A>(), op,
                     [&](A* partials) {
@@ -159,16 +189,6 @@ struct split_input {
   std::int64_t reduced_strides[cuda_max_axes];
   T scalar;
 };
-
-__device__ __forceinline__ std::int64_t offset_over(std::int64_t flat, const index_space& space,
-                                                    const std::int64_t* strides) {
-  std::int64_t offset = 0;
-  for (int axis = space.rank - 1; axis >= 0; --axis) {
-    offset += flat % space.extents[axis] * strides[axis];
-    flat /= space.extents[axis];
-  }
-  return offset;
-}
 
 template <class T>
 __device__ __forceinline__ T read_split(const split_input<T>& in, std::int64_t kept_flat, std::int64_t reduced_flat,
@@ -228,13 +248,27 @@ __global__ void group_sum_kernel(Op op, index_space kept, index_space reduced, R
   }
 }
 
+// The plan's many short outputs (threads == 1), a thread for each.
+template <class R, class Op, class Adjoints, class... In>
+__global__ void group_sum_each_kernel(Op op, index_space kept, index_space reduced, R* out, Adjoints adjoints,
+                                      std::int64_t outputs, std::int64_t length, bool divide, split_input<In>... in) {
+  const std::int64_t step = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
+  for (std::int64_t o = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < outputs; o += step) {
+    R folded = R(0);
+    for (std::int64_t j = 0; j < length; ++j)
+      folded = folded + summand<R>(adjoints, op(static_cast<R>(read_split(in, o, j, kept, reduced))...), o, j, kept,
+                                   reduced);
+    out[o] = finished<R, R>(folded, divide, length);
+  }
+}
+
 inline index_space plain_space(const shape& extents, const char* op) {
   if (extents.size() > cuda_max_axes)
     throw device_error(std::string("tandem::") + op + ": a GPU kernel indexes at most " +
                        std::to_string(cuda_max_axes) + " axes, and shape " + to_string(extents) + " has more");
-  index_space space{static_cast<int>(extents.size()), {}};
+  index_space space{static_cast<int>(extents.size()), false, {}, {}};
   std::copy(extents.begin(), extents.end(), space.extents);
-  return space;
+  return with_divisors(space);
 }
 
 template <class T>
@@ -254,6 +288,13 @@ void launch_summing(const Op& op, int device_index, const shape& kept_shape, con
   if (outputs == 0) return;
   const index_space kept = plain_space(kept_shape, Op::name), reduced = plain_space(reduced_shape, Op::name);
   const device_reduction_plan plan = plan_device_reduction(outputs, length);
+  if (plan.threads == 1) {
+    device_scope on(device_index, Op::name);
+    group_sum_each_kernel<R><<<blocks_for_each(outputs), each_output_threads, 0, stream(device_index)>>>(
+        op, kept, reduced, out, adjoints, outputs, length, divide, to_split_input(in)...);
+    check_launch(Op::name);
+    return;
+  }
   const auto threads = static_cast<unsigned>(plan.threads);
   launch_planned<R>(plan, device_index, outputs, length, out, divide, sum_reducer{}, R(0), Op::name, [&](R* partials) {
     group_sum_kernel<R><<<grid_of(outputs * plan.splits), threads, threads * sizeof(R), stream(device_index)>>>(
@@ -337,7 +378,9 @@ void launch_arg_extreme(int device_index, const T* in, const shape& kept_shape, 
   if (outputs == 0) return;
   const strided_space kept = merged_space(kept_shape, kept_strides, op);
   const strided_space reduced = merged_space(reduced_shape, reduced_strides, op);
-  const auto threads = static_cast<unsigned>(plan_device_reduction(outputs, length).threads);
+  // One block per output in any case: the winner does not depend on the
+  // order, and a block of at least a warp halves its candidates.
+  const auto threads = static_cast<unsigned>(std::max<std::int64_t>(plan_device_reduction(outputs, length).threads, 32));
   device_scope on(device_index, op);
   arg_extreme_kernel<T, Largest><<<grid_of(outputs), threads, threads * (sizeof(std::int64_t) + sizeof(T)),
                                    stream(device_index)>>>(in, kept, reduced, out, outputs, length);
