@@ -15,7 +15,6 @@
 
 #include <tandem/cuda.hpp>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -23,6 +22,7 @@
 
 #include "../../examples/fashion_models.hpp"
 #include "../chain.hpp"
+#include "event_timing.hpp"
 
 namespace {
 
@@ -30,29 +30,6 @@ using namespace tandem;
 
 const device gpu = device::cuda(0);
 
-// Milliseconds per call of `run`, the median of `reps` timed calls.
-template <class Run>
-float time_ms(Run run, int reps = 21) {
-  run();
-  synchronize(gpu);
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  std::vector<float> times;
-  for (int r = 0; r < reps; ++r) {
-    cudaEventRecord(start, detail::cuda::stream(0));
-    run();
-    cudaEventRecord(stop, detail::cuda::stream(0));
-    cudaEventSynchronize(stop);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    times.push_back(ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::nth_element(times.begin(), times.begin() + reps / 2, times.end());
-  return times[reps / 2];
-}
 
 void row(const char* what, float ms, double bytes) {
   std::printf("%-44s %9.3f ms  %8.1f GB/s\n", what, ms, bytes / (ms * 1e-3) / 1e9);
@@ -73,10 +50,10 @@ void training_rows(const char* name) {
     model.to(gpu);
     nn::adam optimizer(model.named_parameters(), {.lr = 1e-3});
     nn::train_step step(fashion::classification_loss<Model>{&model}, optimizer);
-    if (!compiled) return time_ms([&] { (void)step(images, labels); });
+    if (!compiled) return bench::median_ms([&] { (void)step(images, labels); });
     auto graph = jit(std::move(step));
     cuda::compile(graph, images, labels);
-    return time_ms([&] { (void)graph(images, labels); });
+    return bench::median_ms([&] { (void)graph(images, labels); });
   };
   std::printf("%-44s %9.3f ms\n", (std::string(name) + " training step, eager").c_str(), time_step(false));
   std::printf("%-44s %9.3f ms\n", (std::string(name) + " training step, static graph").c_str(), time_step(true));
@@ -98,20 +75,29 @@ int main() {
   tensor<float> x = uniform<float>({n}, -1, 1, gen, gpu), y = uniform<float>({n}, -1, 1, gen, gpu);
   const double bytes = 4.0 * static_cast<double>(n);
 
-  row("copy (x.clone())", time_ms([&] { (void)x.clone(); }), 2 * bytes);
+  row("copy (x.clone())", bench::median_ms([&] { (void)x.clone(); }), 2 * bytes);
+
+  // The eager path's cost per op where the kernel is nothing: 1000 adds of
+  // one-element tensors in a row, each result the next one's operand.
+  tensor<float> one = ones<float>({1}, gpu);
+  const float thousand_adds = bench::median_ms([&] {
+    tensor<float> acc = one;
+    for (int i = 0; i < 1000; ++i) acc = acc + one;
+  });
+  std::printf("%-44s %9.2f us\n", "eager add of 1-element tensors, per op", thousand_adds);
 
   const auto& chain = bench::tanh_chain_graph;
   auto chain_graph = jit(chain);
   cuda::compile(chain_graph, x);
-  row("8-op chain, eager", time_ms([&] { (void)chain(x); }), 2 * bytes);
-  row("8-op chain, static graph", time_ms([&] { (void)chain_graph(x); }), 2 * bytes);
+  row("8-op chain, eager", bench::median_ms([&] { (void)chain(x); }), 2 * bytes);
+  row("8-op chain, static graph", bench::median_ms([&] { (void)chain_graph(x); }), 2 * bytes);
 
   auto loss = [](const auto& a, const auto& b) { return sum(tanh(a * b + a) * b); };
   auto loss_graph = jit(loss);
   cuda::compile(loss_graph, x, y);
   // Reads x and y, writes both gradients.
-  row("grad of sum(tanh(x*y+x)*y), eager", time_ms([&] { (void)grad(loss, all_args)(x, y); }), 4 * bytes);
-  row("grad of sum(tanh(x*y+x)*y), static graph", time_ms([&] { (void)grad(loss_graph, all_args)(x, y); }),
+  row("grad of sum(tanh(x*y+x)*y), eager", bench::median_ms([&] { (void)grad(loss, all_args)(x, y); }), 4 * bytes);
+  row("grad of sum(tanh(x*y+x)*y), static graph", bench::median_ms([&] { (void)grad(loss_graph, all_args)(x, y); }),
       4 * bytes);
 
   training_rows<fashion::mlp>("MLP 784-256-256-10");

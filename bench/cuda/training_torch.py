@@ -39,8 +39,23 @@ def step_ms(make_model, compiled):
     return time_ms(torch.compile(step) if compiled else step, warmup=5)
 
 
+def add_overhead_us():
+    """The eager path's cost per op where the kernel is nothing: 1000 adds
+    of one-element tensors in a row, as graphs.cu times tandem's."""
+    one = torch.ones(1, device="cuda")
+
+    def adds():
+        acc = one
+        for _ in range(1000):
+            acc = acc + one
+        return acc
+
+    return time_ms(adds)  # ms per 1000 ops = us per op
+
+
 def main():
     print(f"{torch.cuda.get_device_name()}, PyTorch {torch.__version__}\n")
+    print(f"{'eager add of 1-element tensors, per op':44s} {add_overhead_us():9.2f} us")
     for name, make in (("MLP 784-256-256-10", MLP), ("CNN", CNN)):
         for mode, compiled in (("eager", False), ("torch.compile", True)):
             print(f"{name + ' training step, ' + mode:44s} {step_ms(make, compiled):9.3f} ms")
