@@ -262,13 +262,10 @@ void launch_over(const Op& op, int device_index, const shape& out_shape, const O
     return std::tuple{to_strided_input(in, strides[K + 1])...};
   }(std::index_sequence_for<In...>{});
 
-  const bool packed = flat && outputs_pack_aligned(out) && std::apply(
-                                                               [](const auto&... args) {
-                                                                 return ((!args.data || args.strides[0] == 0 ||
-                                                                          pack_aligned(args.data)) &&
-                                                                         ...);
-                                                               },
-                                                               inputs);
+  auto read_in_packs = [](const auto&... args) {
+    return ((!args.data || args.strides[0] == 0 || pack_aligned(args.data)) && ...);
+  };
+  const bool packed = flat && outputs_pack_aligned(out) && std::apply(read_in_packs, inputs);
   const std::int64_t units = packed ? (count + pack_size - 1) / pack_size : count;
   constexpr int threads = 256;
   const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((units + threads - 1) / threads, 1 << 20));

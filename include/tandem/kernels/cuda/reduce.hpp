@@ -104,7 +104,7 @@ __global__ void reduce_each_kernel(Reducer reducer, const T* in, strided_space k
   }
 }
 
-// A grid of `threads`-thread blocks with a thread for each of `outputs`.
+// A grid of each_output_threads-thread blocks, a thread for each of `outputs`.
 inline constexpr unsigned each_output_threads = 256;
 inline unsigned blocks_for_each(std::int64_t outputs) {
   return static_cast<unsigned>(
