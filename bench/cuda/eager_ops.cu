@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "event_timing.hpp"
+#include "gpu_runs.hpp"
 
 namespace {
 
@@ -35,13 +35,7 @@ tensor<float> leaf(const tensor<float>& t) {
 }  // namespace
 
 int main() {
-  if (!cuda_is_available()) {
-    std::puts("no CUDA device is present");
-    return 77;
-  }
-  cudaDeviceProp properties{};
-  cudaGetDeviceProperties(&properties, 0);
-  std::printf("%s, tandem eager device ops\n\n", properties.name);
+  if (!bench::print_gpu_heading("tandem eager device ops")) return 77;
 
   const std::int64_t n = std::int64_t{1} << 26;
   generator gen(1);

@@ -22,7 +22,7 @@
 
 #include "../../examples/fashion_models.hpp"
 #include "../chain.hpp"
-#include "event_timing.hpp"
+#include "gpu_runs.hpp"
 
 namespace {
 
@@ -62,13 +62,7 @@ void training_rows(const char* name) {
 }  // namespace
 
 int main() {
-  if (!cuda_is_available()) {
-    std::puts("no CUDA device is present");
-    return 77;
-  }
-  cudaDeviceProp properties{};
-  cudaGetDeviceProperties(&properties, 0);
-  std::printf("%s, tandem eager ops against static graphs compiled for the GPU\n\n", properties.name);
+  if (!bench::print_gpu_heading("tandem eager ops against static graphs compiled for the GPU")) return 77;
 
   const std::int64_t n = std::int64_t{1} << 26;
   generator gen(1);

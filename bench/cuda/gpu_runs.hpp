@@ -1,14 +1,28 @@
 #pragma once
-// How the GPU benchmarks time a call: CUDA events on the device's stream
-// around each whole call (launches, allocation and the host's work
+// What the GPU benchmarks share: the heading that names the GPU (or says
+// there is none), and how a call is timed: CUDA events on the device's
+// stream around each whole call (launches, allocation and the host's work
 // included), after one warm-up call; the median of `reps`.
 
 #include <tandem/cuda.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <vector>
 
 namespace bench {
+
+// Prints GPU 0's name and `what`; false, having said so, where no GPU is.
+inline bool print_gpu_heading(const char* what) {
+  if (!tandem::cuda_is_available()) {
+    std::puts("no CUDA device is present");
+    return false;
+  }
+  cudaDeviceProp properties{};
+  cudaGetDeviceProperties(&properties, 0);
+  std::printf("%s, %s\n\n", properties.name, what);
+  return true;
+}
 
 // Milliseconds per call of `run` on GPU `index`, the median of `reps` timed calls.
 template <class Run>
