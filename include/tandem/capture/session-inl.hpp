@@ -454,7 +454,7 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
           for (std::size_t j = g.first; j < g.last && done < length; ++j) {
             const step_operands o = operands_of(steps[j], done);
             steps[j].row(steps[j].op, length - done, &o.out, o.out_at, 1, o.in.data(), o.in_at.data(),
-                         o.stride.data());
+                         o.stride.data(), output_writes::cached);
           }
         }
       }

@@ -50,7 +50,7 @@ inline void locate(const dims& sizes, const dims* strides, std::int64_t pos, dim
 
 TANDEM_LIBRARY_FUNCTION void run_flat(const row_loop& loop, std::int64_t n, const std::int64_t* in_stride) {
   parallel_for(n, elementwise_grain, [&](std::int64_t begin, std::int64_t end) {
-    loop.row(loop.op, end - begin, loop.out, begin, 1, loop.in, nullptr, in_stride);
+    loop.row(loop.op, end - begin, loop.out, begin, 1, loop.in, nullptr, in_stride, loop.writes);
   });
 }
 
@@ -69,7 +69,7 @@ TANDEM_LIBRARY_FUNCTION void run_span(const row_loop& loop, const dims& sizes, c
   for (std::int64_t pos = begin; pos < end;) {
     std::int64_t n = std::min(inner - index[rank - 1], end - pos);
     loop.row(loop.op, n, loop.out, out_at + offset[0] - out_origin, strides[0][rank - 1], loop.in, offset.data() + 1,
-             inner_stride.data());
+             inner_stride.data(), loop.writes);
     pos += n;
     for (std::size_t j = 0; j < operands; ++j) offset[j] += n * strides[j][rank - 1];
     index[rank - 1] += n;

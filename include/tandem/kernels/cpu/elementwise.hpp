@@ -17,6 +17,7 @@
 
 #include "tandem/core/config.hpp"
 #include "tandem/core/shape.hpp"
+#include "tandem/kernels/cpu/cache.hpp"
 #include "tandem/kernels/cpu/isa.hpp"
 #include "tandem/kernels/cpu/simd.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
@@ -40,6 +41,12 @@ constexpr bool op_is_vectorizable() {
 }
 
 inline constexpr std::int64_t elementwise_grain = 32768;
+
+// How a loop writes its output: through the caches, or around them with
+// streaming stores, for an output larger than streaming_output_bytes()
+// (kernels/cpu/cache.hpp says why). Either way every element gets the same
+// bits.
+enum class output_writes : bool { cached, streaming };
 
 // M outputs sharing one layout, written by an op that returns
 // std::array<V, M>; a single output is a plain pointer.
@@ -97,7 +104,7 @@ inline namespace TANDEM_KERNEL_ISA {
 template <class C, class Op, class Out, class... In, std::size_t... K>
 TANDEM_ALWAYS_INLINE void scalar_row(const Op& op, std::int64_t n, Out out, std::int64_t out_stride,
                                      const std::tuple<const In*...>& in, const std::array<std::int64_t, sizeof...(In)>& stride,
-                                     std::index_sequence<K...>) {
+                                     output_writes, std::index_sequence<K...>) {
   for (std::int64_t i = 0; i < n; ++i) put(out, i * out_stride, op(static_cast<C>(std::get<K>(in)[i * stride[K]])...));
 }
 
@@ -129,6 +136,32 @@ inline constexpr std::size_t output_count = 1;
 template <class C, std::size_t M>
 inline constexpr std::size_t output_count<output_set<C, M>> = M;
 
+// Elements from `out` to the next 64-byte line, the same for every output,
+// or -1 where the outputs are not equally placed within their lines.
+template <class C>
+TANDEM_ALWAYS_INLINE std::int64_t elements_to_line(C* out) {
+  const auto into_line = reinterpret_cast<std::uintptr_t>(out) % 64;
+  if (into_line % sizeof(C) != 0) return -1;
+  return static_cast<std::int64_t>((64 - into_line) % 64 / sizeof(C));
+}
+template <class C, std::size_t M>
+TANDEM_ALWAYS_INLINE std::int64_t elements_to_line(const output_set<C, M>& out) {
+  for (std::size_t k = 1; k < M; ++k)
+    if (reinterpret_cast<std::uintptr_t>(out.data[k]) % 64 != reinterpret_cast<std::uintptr_t>(out.data[0]) % 64)
+      return -1;
+  return elements_to_line(out.data[0]);
+}
+
+template <class C, std::size_t Staged>
+TANDEM_ALWAYS_INLINE void stream_out(C* out, std::int64_t n, const std::array<std::array<C, Staged>, 1>& buffers) {
+  simd::stream_batches(out, buffers[0].data(), n);
+}
+template <class C, std::size_t M, std::size_t Staged>
+TANDEM_ALWAYS_INLINE void stream_out(const output_set<C, M>& out, std::int64_t n,
+                                     const std::array<std::array<C, Staged>, M>& buffers) {
+  for (std::size_t k = 0; k < M; ++k) simd::stream_batches(out.data[k], buffers[k].data(), n);
+}
+
 template <class C, std::size_t Staged>
 TANDEM_ALWAYS_INLINE void unstage(C* out, std::int64_t stride, std::int64_t n,
                                   const std::array<std::array<C, Staged>, 1>& buffers) {
@@ -150,28 +183,42 @@ TANDEM_ALWAYS_INLINE void unstage(const output_set<C, M>& out, std::int64_t stri
 // batch loop below, so an op's body (a whole fused group) is generated once
 // per row function, and every element gets the same bits whatever the
 // layout or the split across threads.
+//
+// Streaming writes stage the in-place blocks too (the op's loop stays one)
+// and copy each out with streaming stores, whole lines from the first line
+// boundary on: the elements before it are a gathered block of their own.
+// Their inputs, as large, are prefetched 4 KiB ahead.
 template <class C, class Op, class Out, class... In, std::size_t... K>
 TANDEM_ALWAYS_INLINE void simd_row(const Op& op, std::int64_t n, Out out, std::int64_t out_stride,
                                    const std::tuple<const In*...>& in,
-                                   const std::array<std::int64_t, sizeof...(In)>& stride, std::index_sequence<K...>) {
+                                   const std::array<std::int64_t, sizeof...(In)>& stride, output_writes writes,
+                                   std::index_sequence<K...>) {
   using batch = simd::batch<C>;
   constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
   constexpr std::size_t staged = 8 * batch::size;
   if (n <= 0) return;
   bool unit = out_stride == 1;
   for (auto s : stride) unit = unit && (s == 0 || s == 1);
+  const std::int64_t lead = unit && writes == output_writes::streaming && n >= 4 * std::int64_t{staged}
+                                ? elements_to_line(out)
+                                : -1;
+  const bool streams = lead >= 0;
   alignas(64) std::array<std::array<C, batch::size>, sizeof...(In)> splats;
   ((stride[K] == 0 ? splats[K].fill(*std::get<K>(in)) : void()), ...);
   alignas(64) std::array<std::array<C, staged>, sizeof...(In)> inputs;
   alignas(64) std::array<std::array<C, staged>, output_count<Out>> outputs;
   for (std::int64_t begin = 0; begin < n;) {
-    const bool in_place = unit && n - begin >= w;
-    const std::int64_t count = in_place ? (n - begin) / w * w : std::min<std::int64_t>(staged, n - begin);
+    const bool in_place = unit && n - begin >= w && !(streams && begin < lead);
+    std::int64_t count = std::min<std::int64_t>(staged, n - begin);
+    if (streams && begin < lead) count = lead;
+    else if (in_place) count = streams ? std::min(count, (n - begin) / w * w) : (n - begin) / w * w;
     std::array<const C*, sizeof...(In)> at;
     std::array<std::int64_t, sizeof...(In)> step;
     if (in_place) {
       ((at[K] = stride[K] == 1 ? std::get<K>(in) + begin : splats[K].data()), ...);
       ((step[K] = stride[K] == 1 ? w : 0), ...);
+      if (streams)
+        ((stride[K] == 1 ? simd::prefetch_ahead(at[K], 4096, count * std::int64_t{sizeof(C)}) : void()), ...);
     } else {
       for (std::int64_t l = 0; l < (count + w - 1) / w * w; ++l) {
         const std::int64_t from = begin + (l < count ? l : 0);
@@ -180,29 +227,32 @@ TANDEM_ALWAYS_INLINE void simd_row(const Op& op, std::int64_t n, Out out, std::i
       ((at[K] = inputs[K].data()), ...);
       ((step[K] = w), ...);
     }
-    const Out to = in_place ? shifted(out, begin) : staged_outputs(out, outputs);
+    const Out to = in_place && !streams ? shifted(out, begin) : staged_outputs(out, outputs);
     for (std::int64_t i = 0; i < count; i += w) {
       put_batch(to, i, op(simd::load(at[K])...));
       ((at[K] += step[K]), ...);
     }
     if (!in_place) unstage(shifted(out, begin * out_stride), out_stride, count, outputs);
+    else if (streams) stream_out(shifted(out, begin), count, outputs);
     begin += count;
   }
+  if (streams) simd::store_fence();
 }
 #endif
 
 template <class R, class C, class Op, class Out, class... In>
 TANDEM_ALWAYS_INLINE void row_body(const Op& op, std::int64_t n, Out out, std::int64_t out_stride,
-                                   std::tuple<const In*...> in, const std::array<std::int64_t, sizeof...(In)>& stride) {
+                                   std::tuple<const In*...> in, const std::array<std::int64_t, sizeof...(In)>& stride,
+                                   output_writes writes) {
   constexpr auto seq = std::index_sequence_for<In...>{};
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
   if constexpr (std::is_same_v<R, C> && (std::is_same_v<In, C> && ...) && simd::supported<C> &&
                 op_is_vectorizable<Op>()) {
-    simd_row<C>(op, n, out, out_stride, in, stride, seq);
+    simd_row<C>(op, n, out, out_stride, in, stride, writes, seq);
   } else
 #endif
   {
-    scalar_row<C>(op, n, out, out_stride, in, stride, seq);
+    scalar_row<C>(op, n, out, out_stride, in, stride, writes, seq);
   }
 }
 
@@ -221,13 +271,14 @@ constexpr bool op_wants_flattening() {
 // A loop's typed part is one row: n elements of the output from `out[m]` +
 // out_at (m < M, one layout) in steps of out_stride, input k from `in[k]` +
 // in_at[k] in steps of in_stride[k] (without in_at, from out_at times its
-// stride: the flat loop's rows, which so need no offsets of their own). Everything around it (splitting the
+// stride: the flat loop's rows, which so need no offsets of their own),
+// written as `writes` says. Everything around it (splitting the
 // work across threads, walking the axes, the offsets) has no types and is
 // compiled once (elementwise-inl.hpp): a fused group instantiates its row
 // function and nothing else.
 using row_function = void (*)(const void* op, std::int64_t n, void* const* out, std::int64_t out_at,
                               std::int64_t out_stride, const void* const* in, const std::int64_t* in_at,
-                              const std::int64_t* in_stride);
+                              const std::int64_t* in_stride, output_writes writes);
 
 struct row_loop {
   row_function row;
@@ -235,6 +286,7 @@ struct row_loop {
   void* const* out;
   const void* const* in;
   std::size_t inputs;
+  output_writes writes = output_writes::cached;
 };
 
 template <class R>
@@ -268,24 +320,26 @@ inline namespace TANDEM_KERNEL_ISA {
 template <class R, class C, class Op, class Out, class... In, std::size_t... K>
 TANDEM_ALWAYS_INLINE void typed_row(const void* op, std::int64_t n, void* const* out, std::int64_t out_at,
                                     std::int64_t out_stride, const void* const* in, const std::int64_t* in_at,
-                                    const std::int64_t* in_stride, std::index_sequence<K...>) {
+                                    const std::int64_t* in_stride, output_writes writes, std::index_sequence<K...>) {
   const std::array<std::int64_t, sizeof...(In)> stride{in_stride[K]...};
   row_body<R, C>(*static_cast<const Op*>(op), n, typed_outputs<Out>::at(out, out_at), out_stride,
                  std::tuple<const In*...>{static_cast<const In*>(in[K]) + (in_at ? in_at[K] : out_at * stride[K])...},
-                 stride);
+                 stride, writes);
 }
 
 template <class R, class C, class Op, class Out, class... In>
 void row_of(const void* op, std::int64_t n, void* const* out, std::int64_t out_at, std::int64_t out_stride,
-            const void* const* in, const std::int64_t* in_at, const std::int64_t* in_stride) {
-  typed_row<R, C, Op, Out, In...>(op, n, out, out_at, out_stride, in, in_at, in_stride, std::index_sequence_for<In...>{});
+            const void* const* in, const std::int64_t* in_at, const std::int64_t* in_stride, output_writes writes) {
+  typed_row<R, C, Op, Out, In...>(op, n, out, out_at, out_stride, in, in_at, in_stride, writes,
+                                  std::index_sequence_for<In...>{});
 }
 
 template <class R, class C, class Op, class Out, class... In>
 TANDEM_FLATTEN void flattened_row_of(const void* op, std::int64_t n, void* const* out, std::int64_t out_at,
                                      std::int64_t out_stride, const void* const* in, const std::int64_t* in_at,
-                                     const std::int64_t* in_stride) {
-  typed_row<R, C, Op, Out, In...>(op, n, out, out_at, out_stride, in, in_at, in_stride, std::index_sequence_for<In...>{});
+                                     const std::int64_t* in_stride, output_writes writes) {
+  typed_row<R, C, Op, Out, In...>(op, n, out, out_at, out_stride, in, in_at, in_stride, writes,
+                                  std::index_sequence_for<In...>{});
 }
 
 // This translation unit's own row function.
@@ -340,7 +394,10 @@ void elementwise_flat(const Op& op, std::int64_t n, Out out, const flat_operand<
   const auto outs = erased_outputs(out);
   const std::array<const void*, sizeof...(In)> bases{in.data...};
   const std::array<std::int64_t, sizeof...(In)> stride{in.stride...};
-  run_flat({row_function_for<R, C, Op, Out, In...>(), &op, outs.data(), bases.data(), sizeof...(In)}, n, stride.data());
+  const std::int64_t bytes = n * static_cast<std::int64_t>(sizeof(R) * outs.size());
+  const output_writes writes = bytes > streaming_output_bytes() ? output_writes::streaming : output_writes::cached;
+  run_flat({row_function_for<R, C, Op, Out, In...>(), &op, outs.data(), bases.data(), sizeof...(In), writes}, n,
+           stride.data());
 }
 
 // Runs op over positions [begin, end) of `space`, whose operand 0 is the

@@ -29,12 +29,10 @@
 #if defined(__SSE2__) && !defined(__CUDA_ARCH__)
 #include <emmintrin.h>
 #endif
-#if __has_include(<unistd.h>)
-#include <unistd.h>
-#endif
 
 #include "tandem/core/config.hpp"
 #include "tandem/detail/math.hpp"
+#include "tandem/kernels/cpu/cache.hpp"
 #include "tandem/kernels/cpu/gemm_block.hpp"
 #include "tandem/kernels/cpu/gemm_narrow.hpp"
 #include "tandem/kernels/cpu/isa.hpp"
@@ -42,19 +40,6 @@
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
 namespace tandem::detail {
-
-// The CPU's L1 data cache per core, in bytes (32 KiB where the system does
-// not say).
-inline std::int64_t l1_data_cache_bytes() {
-  static const std::int64_t bytes = [] {
-#if defined(_SC_LEVEL1_DCACHE_SIZE)
-    const long reported = sysconf(_SC_LEVEL1_DCACHE_SIZE);
-    if (reported >= 4096) return static_cast<std::int64_t>(reported);
-#endif
-    return std::int64_t{32768};
-  }();
-  return bytes;
-}
 
 inline namespace TANDEM_KERNEL_ISA {
 

@@ -57,6 +57,55 @@ template <class T>
 TANDEM_ALWAYS_INLINE void store(T* p, const batch<T>& v) {
   v.store_unaligned(p);
 }
+// to[0, count) = from[0, count) with streaming stores, which write around
+// the caches: `count` whole batches, `to` aligned to a batch, `from` (a
+// staging buffer) to 64 bytes. Other threads see the values once the writer
+// has run store_fence().
+template <class T>
+TANDEM_ALWAYS_INLINE void stream_batches(T* to, const T* from, std::int64_t count) {
+  constexpr std::size_t bytes = sizeof(batch<T>);
+  for (std::int64_t i = 0; i < count; i += static_cast<std::int64_t>(batch<T>::size)) {
+#if XSIMD_WITH_AVX512F
+    if constexpr (bytes == 64) {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(to + i), _mm512_load_si512(from + i));
+      continue;
+    }
+#endif
+#if XSIMD_WITH_AVX
+    if constexpr (bytes == 32) {
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(to + i), _mm256_load_si256(reinterpret_cast<const __m256i*>(from + i)));
+      continue;
+    }
+#endif
+#if XSIMD_WITH_SSE2
+    if constexpr (bytes == 16) {
+      _mm_stream_si128(reinterpret_cast<__m128i*>(to + i), _mm_load_si128(reinterpret_cast<const __m128i*>(from + i)));
+      continue;
+    }
+#endif
+    store(to + i, load(from + i));
+  }
+}
+// Asks for the lines of `bytes` bytes from `ahead` bytes past p to be
+// brought into the caches. One core streaming from memory otherwise waits
+// on the hardware prefetcher: on the Xeon measured, a tanh chain over 64 MiB
+// on one thread ran 1.2x as fast asking 4 KiB ahead. Only an address is
+// formed, nothing read, so it may lie past the end of p's array.
+template <class T>
+TANDEM_ALWAYS_INLINE void prefetch_ahead(const T* p, std::int64_t ahead, std::int64_t bytes) {
+#if XSIMD_WITH_SSE2
+  const std::uintptr_t from = reinterpret_cast<std::uintptr_t>(p) + static_cast<std::uintptr_t>(ahead);
+  for (std::int64_t b = 0; b < bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(from + b), _MM_HINT_T0);
+#else
+  (void)p, (void)ahead, (void)bytes;
+#endif
+}
+TANDEM_ALWAYS_INLINE void store_fence() {
+#if XSIMD_WITH_SSE2
+  _mm_sfence();
+#endif
+}
+
 template <class T>
 TANDEM_ALWAYS_INLINE batch<T> splat(T value) {
   return batch<T>(value);

@@ -1,0 +1,125 @@
+// The elementwise loop's streaming writes (kernels/cpu/elementwise.hpp):
+// the same bits as cached writes for every length and placement of the
+// output, and for ops that write several outputs.
+#include <doctest/doctest.h>
+
+#include <tandem/tandem.hpp>
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+using tandem::detail::output_writes;
+
+struct multiply_add_one {
+  template <class V>
+  V operator()(const V& x, const V& y) const {
+    return x * y + V(1);
+  }
+};
+
+struct sum_and_difference {
+  template <class V>
+  std::array<V, 2> operator()(const V& x, const V& y) const {
+    return {x + y, x - y};
+  }
+};
+
+template <class T>
+std::vector<T> inputs(std::int64_t n, T scale) {
+  std::vector<T> x(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = static_cast<T>(i % 97) * scale - T(3);
+  return x;
+}
+
+// Runs the flat loop of multiply_add_one over x and y (y broadcast where
+// `broadcast`) into out, written as `writes` says.
+template <class T>
+void run_multiply_add(const std::vector<T>& x, const std::vector<T>& y, bool broadcast, T* out, std::int64_t n,
+                      output_writes writes) {
+  using namespace tandem::detail;
+  const multiply_add_one op;
+  void* outs[] = {out};
+  const void* ins[] = {x.data(), y.data()};
+  const std::int64_t strides[] = {1, broadcast ? 0 : 1};
+  run_flat({native_row_function<T, T, multiply_add_one, T*, T, T>(), &op, outs, ins, 2, writes}, n, strides);
+}
+
+template <class T>
+void check_streaming_matches_cached() {
+  for (std::int64_t n : {0, 1, 7, 17, 511, 512, 2053, 70001, 1000003}) {
+    const std::vector<T> x = inputs<T>(n, T(0.37)), y = inputs<T>(n + 1, T(-0.11));
+    for (bool broadcast : {false, true}) {
+      // Outputs starting at every element of a line, and one past it.
+      std::vector<T> cached(static_cast<std::size_t>(n) + 32), streamed(static_cast<std::size_t>(n) + 32);
+      for (std::int64_t shift : {0, 1, 3, 8, 15, 16, 17}) {
+        INFO("n = " << n << ", broadcast = " << broadcast << ", output shifted by " << shift);
+        run_multiply_add(x, y, broadcast, cached.data() + shift, n, output_writes::cached);
+        run_multiply_add(x, y, broadcast, streamed.data() + shift, n, output_writes::streaming);
+        bool same = std::memcmp(cached.data() + shift, streamed.data() + shift, static_cast<std::size_t>(n) * sizeof(T)) == 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+          const double want = static_cast<double>(x[static_cast<std::size_t>(i)]) *
+                                  static_cast<double>(y[static_cast<std::size_t>(broadcast ? 0 : i)]) +
+                              1.0;
+          same = same && std::abs(static_cast<double>(streamed[static_cast<std::size_t>(shift + i)]) - want) <=
+                             1e-6 * (1 + std::abs(want));
+        }
+        CHECK(same);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("streaming writes give the bits of cached writes, for any length and placement of the output") {
+  check_streaming_matches_cached<float>();
+  check_streaming_matches_cached<double>();
+}
+
+TEST_CASE("streaming writes of an op with two outputs: equally placed ones stream, others are written cached") {
+  using namespace tandem::detail;
+  const std::int64_t n = 100003;
+  const std::vector<float> x = inputs<float>(n, 0.5f), y = inputs<float>(n, -0.25f);
+  const sum_and_difference op;
+  for (std::int64_t second_shift : {0, 16, 5}) {
+    INFO("second output shifted by " << second_shift);
+    std::vector<float> cached(2 * static_cast<std::size_t>(n) + 64), streamed(2 * static_cast<std::size_t>(n) + 64);
+    auto run = [&](std::vector<float>& buffer, output_writes writes) {
+      output_set<float, 2> outs{{buffer.data() + 3, buffer.data() + n + 32 + second_shift}};
+      void* erased[] = {outs.data[0], outs.data[1]};
+      const void* ins[] = {x.data(), y.data()};
+      const std::int64_t strides[] = {1, 1};
+      run_flat({native_row_function<float, float, sum_and_difference, output_set<float, 2>, float, float>(), &op,
+                erased, ins, 2, writes},
+               n, strides);
+      return outs;
+    };
+    const output_set<float, 2> want = run(cached, output_writes::cached);
+    const output_set<float, 2> got = run(streamed, output_writes::streaming);
+    bool same = true;
+    for (std::int64_t i = 0; i < n; ++i)
+      same = same && got.data[0][i] == x[static_cast<std::size_t>(i)] + y[static_cast<std::size_t>(i)] &&
+             got.data[1][i] == x[static_cast<std::size_t>(i)] - y[static_cast<std::size_t>(i)] &&
+             std::memcmp(&got.data[0][i], &want.data[0][i], sizeof(float)) == 0 &&
+             std::memcmp(&got.data[1][i], &want.data[1][i], sizeof(float)) == 0;
+    CHECK(same);
+  }
+}
+
+TEST_CASE("an op whose output is larger than the streaming threshold is written streamed, and right") {
+  const std::int64_t n = tandem::detail::streaming_output_bytes() / static_cast<std::int64_t>(sizeof(float)) + 17;
+  tandem::tensor<float> x = tandem::arange<float>(0, static_cast<double>(n)) * 0.001f;
+  std::vector<float> y = (x * 2.0f + 1.0f).to_vector();
+  const float* px = x.data();
+  bool right = static_cast<std::int64_t>(y.size()) == n;
+  for (std::int64_t i = 0; i < n && right; ++i) {
+    const double want = 2.0 * px[i] + 1.0;
+    right = std::abs(y[static_cast<std::size_t>(i)] - want) <= 1e-7 * std::abs(want) + 1e-7;
+  }
+  CHECK(right);
+}
