@@ -47,6 +47,8 @@ TANDEM_LIBRARY_FUNCTION std::int64_t checked_index(std::int64_t i, const shape& 
 }
 
 TANDEM_LIBRARY_FUNCTION bool try_broadcast(shape& into, const shape& other) {
+  // Equal shapes, the common case, without building a new one.
+  if (into == other) return true;
   std::size_t rank = std::max(into.size(), other.size());
   shape out(rank, 1);
   for (std::size_t i = 0; i < rank; ++i) {

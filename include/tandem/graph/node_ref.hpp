@@ -63,43 +63,37 @@ class node_memory {
   static constexpr std::size_t size_class(std::size_t bytes) { return (bytes + step - 1) / step - 1; }
 
  public:
-  template <class T>
-  static constexpr bool pooled =
-      TANDEM_POOLED_NODES && sizeof(T) <= largest && alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__;
-
-  template <class T>
-  static void* allocate() {
-    if constexpr (pooled<T>) {
-      if (!gone()) {
-        lists& l = local();
-        const std::size_t c = size_class(sizeof(T));
-        if (free_block* block = l.head[c]) {
-          l.head[c] = block->next;
-          --l.count[c];
-          return block;
-        }
+  // Not templates: one pair of functions for every node type.
+  static void* allocate(std::size_t bytes, std::size_t alignment) {
+    if (!pooled(bytes, alignment)) return ::operator new(bytes, std::align_val_t{alignment});
+    const std::size_t c = size_class(bytes);
+    if (!gone()) {
+      lists& l = local();
+      if (free_block* block = l.head[c]) {
+        l.head[c] = block->next;
+        --l.count[c];
+        return block;
       }
-      return ::operator new((size_class(sizeof(T)) + 1) * step);
-    } else {
-      return ::operator new(sizeof(T), std::align_val_t{alignof(T)});
     }
+    return ::operator new((c + 1) * step);
   }
-  template <class T>
-  static void deallocate(void* p) {
-    if constexpr (pooled<T>) {
-      const std::size_t c = size_class(sizeof(T));
-      if (!gone()) {
-        lists& l = local();
-        if (l.count[c] < kept) {
-          l.head[c] = new (p) free_block{l.head[c]};
-          ++l.count[c];
-          return;
-        }
+  static void deallocate(void* p, std::size_t bytes, std::size_t alignment) {
+    if (!pooled(bytes, alignment)) return ::operator delete(p, std::align_val_t{alignment});
+    const std::size_t c = size_class(bytes);
+    if (!gone()) {
+      lists& l = local();
+      if (l.count[c] < kept) {
+        l.head[c] = new (p) free_block{l.head[c]};
+        ++l.count[c];
+        return;
       }
-      ::operator delete(p);
-    } else {
-      ::operator delete(p, std::align_val_t{alignof(T)});
     }
+    ::operator delete(p);
+  }
+
+ private:
+  static constexpr bool pooled(std::size_t bytes, std::size_t alignment) {
+    return TANDEM_POOLED_NODES && bytes <= largest && alignment <= __STDCPP_DEFAULT_NEW_ALIGNMENT__;
   }
 };
 
@@ -117,7 +111,7 @@ template <class N>
 void destroy_counted(counted_header* header) {
   auto* counted = static_cast<counted_node<N>*>(header);
   counted->~counted_node<N>();
-  node_memory::deallocate<counted_node<N>>(counted);
+  node_memory::deallocate(counted, sizeof(counted_node<N>), alignof(counted_node<N>));
 }
 
 // Whether no second thread was ever started: then a count needs no locked
@@ -159,11 +153,11 @@ class node_ref {
   node_ref() = default;
   template <class... Args>
   static node_ref make(Args&&... args) {
-    void* memory = node_memory::allocate<counted_node<N>>();
+    void* memory = node_memory::allocate(sizeof(counted_node<N>), alignof(counted_node<N>));
     try {
       return node_ref(new (memory) counted_node<N>{{1, &destroy_counted<N>}, N{std::forward<Args>(args)...}});
     } catch (...) {
-      node_memory::deallocate<counted_node<N>>(memory);
+      node_memory::deallocate(memory, sizeof(counted_node<N>), alignof(counted_node<N>));
       throw;
     }
   }

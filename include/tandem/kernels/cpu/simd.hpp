@@ -60,9 +60,10 @@ TANDEM_ALWAYS_INLINE void store(T* p, const batch<T>& v) {
 // to[0, count) = from[0, count) with streaming stores, which write around
 // the caches: `count` whole batches, `to` aligned to a batch, `from` (a
 // staging buffer) to 64 bytes. Other threads see the values once the writer
-// has run store_fence().
+// has run store_fence(). Called, not inlined: one copy per element type
+// rather than one in every op's row.
 template <class T>
-TANDEM_ALWAYS_INLINE void stream_batches(T* to, const T* from, std::int64_t count) {
+void stream_batches(T* to, const T* from, std::int64_t count) {
   constexpr std::size_t bytes = sizeof(batch<T>);
   for (std::int64_t i = 0; i < count; i += static_cast<std::int64_t>(batch<T>::size)) {
 #if XSIMD_WITH_AVX512F
