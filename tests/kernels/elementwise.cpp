@@ -111,6 +111,40 @@ TEST_CASE("streaming writes of an op with two outputs: equally placed ones strea
   }
 }
 
+TEST_CASE("streaming writes through the strided loop: rows broadcast from a row and from a column") {
+  using namespace tandem::detail;
+  const multiply_add_one op;
+  for (std::int64_t cols : {7, 517, 2053}) {
+    const std::int64_t rows = 37;
+    const std::vector<float> x = inputs<float>(rows * cols, 0.25f), column = inputs<float>(rows, -0.5f),
+                             row = inputs<float>(cols, 0.125f);
+    for (bool from_row : {false, true}) {
+      INFO("cols = " << cols << ", broadcast from a " << (from_row ? "row" : "column"));
+      std::vector<float> cached(static_cast<std::size_t>(rows * cols) + 16),
+          streamed(static_cast<std::size_t>(rows * cols) + 16);
+      auto run = [&](std::vector<float>& buffer, output_writes writes) {
+        void* outs[] = {buffer.data() + 5};
+        const void* ins[] = {x.data(), from_row ? row.data() : column.data()};
+        const dims out_strides{cols, 1}, x_strides{cols, 1}, y_strides = from_row ? dims{0, 1} : dims{1, 0};
+        const dims* strides[] = {&out_strides, &x_strides, &y_strides};
+        run_strided({native_row_function<float, float, multiply_add_one, float*, float, float>(), &op, outs, ins, 2,
+                     writes},
+                    shape{rows, cols}, strides);
+      };
+      run(cached, output_writes::cached);
+      run(streamed, output_writes::streaming);
+      bool same = std::memcmp(cached.data(), streamed.data(), cached.size() * sizeof(float)) == 0;
+      for (std::int64_t i = 0; i < rows && same; ++i)
+        for (std::int64_t j = 0; j < cols; ++j) {
+          const double y = from_row ? row[static_cast<std::size_t>(j)] : column[static_cast<std::size_t>(i)];
+          const double want = static_cast<double>(x[static_cast<std::size_t>(i * cols + j)]) * y + 1.0;
+          same = same && std::abs(streamed[static_cast<std::size_t>(5 + i * cols + j)] - want) <= 1e-6 * (1 + std::abs(want));
+        }
+      CHECK(same);
+    }
+  }
+}
+
 TEST_CASE("an op whose output is larger than the streaming threshold is written streamed, and right") {
   const std::int64_t n = tandem::detail::streaming_output_bytes() / static_cast<std::int64_t>(sizeof(float)) + 17;
   tandem::tensor<float> x = tandem::arange<float>(0, static_cast<double>(n)) * 0.001f;
@@ -121,5 +155,16 @@ TEST_CASE("an op whose output is larger than the streaming threshold is written 
     const double want = 2.0 * px[i] + 1.0;
     right = std::abs(y[static_cast<std::size_t>(i)] - want) <= 1e-7 * std::abs(want) + 1e-7;
   }
+  CHECK(right);
+
+  // The same size through the strided loop: a row broadcast over rows.
+  const std::int64_t cols = 1031, rows = n / cols + 1;
+  tandem::tensor<float> bias = tandem::arange<float>(0, static_cast<double>(cols)) * 0.5f;
+  tandem::tensor<float> grid = tandem::arange<float>(0, static_cast<double>(rows * cols)).reshape({rows, cols});
+  std::vector<float> sum = (grid + bias).to_vector();
+  const float* pg = grid.data();
+  right = static_cast<std::int64_t>(sum.size()) == grid.numel();
+  for (std::int64_t i = 0; i < grid.numel() && right; ++i)
+    right = sum[static_cast<std::size_t>(i)] == pg[i] + 0.5f * static_cast<float>(i % cols);
   CHECK(right);
 }

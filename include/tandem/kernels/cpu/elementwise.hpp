@@ -48,6 +48,10 @@ inline constexpr std::int64_t elementwise_grain = 32768;
 // bits.
 enum class output_writes : bool { cached, streaming };
 
+inline output_writes output_writes_for(std::int64_t bytes) {
+  return bytes > streaming_output_bytes() ? output_writes::streaming : output_writes::cached;
+}
+
 // M outputs sharing one layout, written by an op that returns
 // std::array<V, M>; a single output is a plain pointer.
 template <class R, std::size_t M>
@@ -394,8 +398,7 @@ void elementwise_flat(const Op& op, std::int64_t n, Out out, const flat_operand<
   const auto outs = erased_outputs(out);
   const std::array<const void*, sizeof...(In)> bases{in.data...};
   const std::array<std::int64_t, sizeof...(In)> stride{in.stride...};
-  const std::int64_t bytes = n * static_cast<std::int64_t>(sizeof(R) * outs.size());
-  const output_writes writes = bytes > streaming_output_bytes() ? output_writes::streaming : output_writes::cached;
+  const output_writes writes = output_writes_for(n * static_cast<std::int64_t>(sizeof(R) * outs.size()));
   run_flat({row_function_for<R, C, Op, Out, In...>(), &op, outs.data(), bases.data(), sizeof...(In), writes}, n,
            stride.data());
 }
@@ -421,7 +424,10 @@ void elementwise(const Op& op, const shape& extent, Out out, const dims& out_str
   const auto outs = erased_outputs(out);
   const std::array<const void*, sizeof...(In)> bases{in.data...};
   const std::array<const dims*, sizeof...(In) + 1> strides{&out_strides, &in.strides...};
-  run_strided({row_function_for<R, C, Op, Out, In...>(), &op, outs.data(), bases.data(), sizeof...(In)}, extent,
+  // Rows whose output is contiguous and long stream where the whole output
+  // is large: a broadcast over rows (`x + bias`) as a flat loop would.
+  const output_writes writes = output_writes_for(numel(extent) * static_cast<std::int64_t>(sizeof(R) * outs.size()));
+  run_strided({row_function_for<R, C, Op, Out, In...>(), &op, outs.data(), bases.data(), sizeof...(In), writes}, extent,
               strides.data());
 }
 
