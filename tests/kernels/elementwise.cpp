@@ -129,7 +129,7 @@ TEST_CASE("streaming writes through the strided loop: rows broadcast from a row 
         const dims* strides[] = {&out_strides, &x_strides, &y_strides};
         run_strided({native_row_function<float, float, multiply_add_one, float*, float, float>(), &op, outs, ins, 2,
                      writes},
-                    shape{rows, cols}, strides);
+                    tandem::shape{rows, cols}, strides);
       };
       run(cached, output_writes::cached);
       run(streamed, output_writes::streaming);
