@@ -81,6 +81,32 @@ TEST_CASE("streaming writes give the bits of cached writes, for any length and p
   check_streaming_matches_cached<double>();
 }
 
+TEST_CASE("streaming writes in place: the output is the first input (an optimizer's update)") {
+  using namespace tandem::detail;
+  const multiply_add_one op;
+  for (std::int64_t n : {17, 2053, 1000003}) {
+    INFO("n = " << n);
+    const std::vector<float> y = inputs<float>(n, 0.75f);
+    std::vector<float> cached = inputs<float>(n + 3, 0.5f), streamed = cached;
+    auto run = [&](std::vector<float>& x, output_writes writes) {
+      void* outs[] = {x.data() + 3};
+      const void* ins[] = {x.data() + 3, y.data()};
+      const std::int64_t strides[] = {1, 1};
+      run_flat({native_row_function<float, float, multiply_add_one, float*, float, float>(), &op, outs, ins, 2, writes},
+               n, strides);
+    };
+    const std::vector<float> before = cached;
+    run(cached, output_writes::cached);
+    run(streamed, output_writes::streaming);
+    bool same = std::memcmp(cached.data(), streamed.data(), cached.size() * sizeof(float)) == 0;
+    for (std::int64_t i = 0; i < n && same; ++i) {
+      const double want = static_cast<double>(before[static_cast<std::size_t>(i + 3)]) * y[static_cast<std::size_t>(i)] + 1.0;
+      same = std::abs(streamed[static_cast<std::size_t>(i + 3)] - want) <= 1e-6 * (1 + std::abs(want));
+    }
+    CHECK(same);
+  }
+}
+
 TEST_CASE("streaming writes of an op with two outputs: equally placed ones stream, others are written cached") {
   using namespace tandem::detail;
   const std::int64_t n = 100003;
