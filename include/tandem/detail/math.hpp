@@ -65,8 +65,8 @@ template <class T, class A> TANDEM_ALWAYS_INLINE xsimd::batch<T, A> tanh(const x
 
 // tanh of floats as x P(x^2) / Q(x^2), P and Q of degree 4, fitted by
 // bench/tanh_fit.py to a relative error of 2.1e-8 on [0, 9] (beyond 9,
-// tanh rounds to +-1, as the ratio does at 9; the callers saturate there). Evaluated in float it is
-// good to 5.4 ulp (3.2e-7 absolute) where xsimd's exp-based tanh is good to
+// tanh rounds to +-1, as the ratio does at 9; the callers saturate there).
+// Evaluated in float it is good to 5.4 ulp (3.2e-7 absolute) where xsimd's exp-based tanh is good to
 // 1.35 ulp, at 1.6-2.2x its speed: the trade Eigen and XLA make (Eigen's:
 // 4.9 ulp, 2.9e-7), far below what float training notices. `V` is float or
 // a float batch.

@@ -7,9 +7,6 @@
 // graph with its gradient. Here the count lives in a header in front of the
 // node, and the only function per type is the one that deletes it.
 
-#include <array>
-#include <cstddef>
-#include <cstdint>
 #include <new>
 #include <utility>
 
@@ -17,85 +14,9 @@
 #include <ext/atomicity.h>
 #endif
 
+#include "tandem/core/allocator.hpp"
+
 namespace tandem::detail {
-
-// The memory of traced nodes. A cached graph's call traces the function
-// again, allocating and freeing every node that holds data (each constant,
-// each op above one): malloc and free were a sixth of a 10-node graph's
-// call. Each thread keeps the blocks it frees in lists by size (16-byte
-// classes up to 512 bytes, 64 blocks a class) and takes from them first.
-// Under AddressSanitizer every node comes from the heap, so that a node used
-// after its release is still reported.
-#if defined(__SANITIZE_ADDRESS__)
-#define TANDEM_POOLED_NODES 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TANDEM_POOLED_NODES 0
-#endif
-#endif
-#if !defined(TANDEM_POOLED_NODES)
-#define TANDEM_POOLED_NODES 1
-#endif
-class node_memory {
-  static constexpr std::size_t step = 16, largest = 512, kept = 64;
-  struct free_block {
-    free_block* next;
-  };
-  struct lists {
-    std::array<free_block*, largest / step> head{};
-    std::array<std::uint8_t, largest / step> count{};
-    ~lists() {
-      for (free_block* block : head)
-        while (block) ::operator delete(std::exchange(block, block->next));
-      gone() = true;
-    }
-  };
-  static lists& local() {
-    thread_local lists kept_blocks;
-    return kept_blocks;
-  }
-  // Set when the thread's lists are destroyed, at its exit: a node freed
-  // after that (by a static object) goes straight back to the heap.
-  static bool& gone() {
-    thread_local bool destroyed = false;
-    return destroyed;
-  }
-  static constexpr std::size_t size_class(std::size_t bytes) { return (bytes + step - 1) / step - 1; }
-
- public:
-  // Not templates: one pair of functions for every node type.
-  static void* allocate(std::size_t bytes, std::size_t alignment) {
-    if (!pooled(bytes, alignment)) return ::operator new(bytes, std::align_val_t{alignment});
-    const std::size_t c = size_class(bytes);
-    if (!gone()) {
-      lists& l = local();
-      if (free_block* block = l.head[c]) {
-        l.head[c] = block->next;
-        --l.count[c];
-        return block;
-      }
-    }
-    return ::operator new((c + 1) * step);
-  }
-  static void deallocate(void* p, std::size_t bytes, std::size_t alignment) {
-    if (!pooled(bytes, alignment)) return ::operator delete(p, std::align_val_t{alignment});
-    const std::size_t c = size_class(bytes);
-    if (!gone()) {
-      lists& l = local();
-      if (l.count[c] < kept) {
-        l.head[c] = new (p) free_block{l.head[c]};
-        ++l.count[c];
-        return;
-      }
-    }
-    ::operator delete(p);
-  }
-
- private:
-  static constexpr bool pooled(std::size_t bytes, std::size_t alignment) {
-    return TANDEM_POOLED_NODES && bytes <= largest && alignment <= __STDCPP_DEFAULT_NEW_ALIGNMENT__;
-  }
-};
 
 struct counted_header {
   int references;
@@ -107,11 +28,23 @@ struct counted_node : counted_header {
   N node;
 };
 
+// A cached graph's call traces the function again, allocating and freeing
+// every node that holds data (each constant, each op above one): with
+// malloc and free, a sixth of a 10-node graph's call. Nodes come from the
+// caching allocator's per-thread bins, uncounted like a call's other
+// bookkeeping.
+template <class N>
+void* allocate_counted() {
+  static_assert(alignof(counted_node<N>) <= caching_allocator::alignment,
+                "tandem internal: a traced node is aligned beyond the caching allocator's blocks");
+  return caching_allocator::allocate_uncounted(sizeof(counted_node<N>));
+}
+
 template <class N>
 void destroy_counted(counted_header* header) {
   auto* counted = static_cast<counted_node<N>*>(header);
   counted->~counted_node<N>();
-  node_memory::deallocate(counted, sizeof(counted_node<N>), alignof(counted_node<N>));
+  caching_allocator::deallocate_uncounted(counted, sizeof(counted_node<N>));
 }
 
 // Whether no second thread was ever started: then a count needs no locked
@@ -153,11 +86,11 @@ class node_ref {
   node_ref() = default;
   template <class... Args>
   static node_ref make(Args&&... args) {
-    void* memory = node_memory::allocate(sizeof(counted_node<N>), alignof(counted_node<N>));
+    void* memory = allocate_counted<N>();
     try {
       return node_ref(new (memory) counted_node<N>{{1, &destroy_counted<N>}, N{std::forward<Args>(args)...}});
     } catch (...) {
-      node_memory::deallocate(memory, sizeof(counted_node<N>), alignof(counted_node<N>));
+      caching_allocator::deallocate_uncounted(memory, sizeof(counted_node<N>));
       throw;
     }
   }
