@@ -1,5 +1,7 @@
 #pragma once
-// Convolution by GEMM, one image at a time. Each image's receptive fields
+// Convolution on the CPU. With stride 1 (every CNN's 3x3 layers) the
+// convolution and both its gradients are direct (conv_direct.hpp). Other
+// strides run by GEMM, one image at a time: each image's receptive fields
 // are laid out as columns (im2col: row (c * kh + i) * kw + j, column
 // y * ow + x holds channel c at (y * stride - pad + i * dilation,
 // x * stride - pad + j * dilation), or 0 outside the image) in a buffer of
@@ -14,67 +16,21 @@
 #include <atomic>
 #include <cstdint>
 
+#include "tandem/kernels/cpu/conv_direct.hpp"
+#include "tandem/kernels/cpu/conv_geometry.hpp"
 #include "tandem/kernels/cpu/dispatch_slot.hpp"
 #include "tandem/kernels/cpu/gemm.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
 namespace tandem::detail {
 
-struct conv_geometry {
-  std::int64_t batch, channels, height, width;  // the input
-  std::int64_t kernel_h, kernel_w;
-  std::int64_t stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
-  std::int64_t out_h, out_w;
-
-  std::int64_t rows() const { return channels * kernel_h * kernel_w; }
-
-  // For kernel column j: the input column of output column 0 (offset), and
-  // the output columns [inside, past) whose input lies inside the row.
-  struct column_span {
-    std::int64_t offset, inside, past;
-  };
-  column_span inside_columns(std::int64_t j) const {
-    std::int64_t offset = j * dilation_w - pad_w;
-    std::int64_t inside = offset >= 0 ? 0 : (-offset + stride_w - 1) / stride_w;
-    std::int64_t past = width - offset <= 0 ? 0 : (width - offset + stride_w - 1) / stride_w;
-    inside = std::min(inside, out_w);
-    return {offset, inside, std::clamp(past, inside, out_w)};
-  }
-};
-
 inline namespace TANDEM_KERNEL_ISA {
-
-// A buffer of the calling thread's, kept between calls: 0 for columns, 1
-// for products, 2 for a padded image, 3 for the kernel gradient's partial
-// sums (a fresh block of their size is mapped and zeroed by the kernel on
-// every call).
-template <class T>
-T* conv_buffer(int which, std::int64_t size) {
-  thread_local simd::buffer<T> buffers[4];
-  buffers[which].resize(static_cast<std::size_t>(size));
-  return buffers[which].data();
-}
 
 // With stride 1 along rows, each line of the columns is out_w consecutive
 // pixels of the image padded with zeros: one short copy (or add) per line,
 // with no bounds to check and no call to memmove or memset per line (rows
 // of CNNs are 7 to 28 pixels).
 inline bool unit_row_stride(const conv_geometry& g) { return g.stride_w == 1; }
-inline std::int64_t padded_height(const conv_geometry& g) { return g.height + 2 * g.pad_h; }
-inline std::int64_t padded_width(const conv_geometry& g) { return g.width + 2 * g.pad_w; }
-
-// The image's channels with pad_h zero rows above and below and pad_w zero
-// columns either side.
-template <class T>
-T* padded_image(const conv_geometry& g, const T* image) {
-  const std::int64_t ph = padded_height(g), pw = padded_width(g);
-  T* padded = conv_buffer<T>(2, g.channels * ph * pw);
-  std::fill(padded, padded + g.channels * ph * pw, T(0));
-  for (std::int64_t c = 0; c < g.channels; ++c)
-    for (std::int64_t h = 0; h < g.height; ++h)
-      simd::copy_row(image + (c * g.height + h) * g.width, g.width, padded + (c * ph + h + g.pad_h) * pw + g.pad_w);
-  return padded;
-}
 
 // One image's columns: [rows(), out_h * out_w].
 template <class T>
@@ -148,24 +104,17 @@ void col2im_image(const conv_geometry& g, const T* columns, T* image) {
   }
 }
 
-}  // inline namespace TANDEM_KERNEL_ISA
-
-// The layout every driver below shares: x [N, C, H, W], w [O, C / groups,
-// kh, kw], y [N, O, OH, OW], all contiguous.
-struct conv_layout {
-  conv_geometry g;
-  std::int64_t out_channels, groups;
-  std::int64_t plane() const { return g.out_h * g.out_w; }
-  std::int64_t per_group() const { return out_channels / groups; }
-  std::int64_t depth() const { return g.rows() / groups; }  // a group's kernel size
-  std::int64_t image_size() const { return g.channels * g.height * g.width; }
-};
-
-inline namespace TANDEM_KERNEL_ISA {
-
 // y = conv(x, w) (+ bias per output channel, where bias is not null).
 template <class T>
 void native_conv2d_forward(const conv_layout& l, const T* x, const T* w, const T* bias, T* y) {
+#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+  if constexpr (std::is_floating_point_v<T> && simd::supported<T>) {
+    if (direct_conv_applies(l.g)) {
+      direct_conv(l, x, w, bias, y);
+      return;
+    }
+  }
+#endif
   const std::int64_t plane = l.plane(), k = l.depth(), per_group = l.per_group();
   parallel_for(l.g.batch, 1, [&](std::int64_t first, std::int64_t last) {
     T* columns = conv_buffer<T>(0, l.g.rows() * plane);
@@ -182,9 +131,20 @@ void native_conv2d_forward(const conv_layout& l, const T* x, const T* w, const T
   });
 }
 
-// dx from dy: per image, W^T dy, added back into the image by col2im.
+// dx from dy: with stride 1, the direct convolution of dy with the kernel
+// flipped; otherwise per image W^T dy, added back into the image by col2im.
 template <class T>
 void native_conv2d_backward_input(const conv_layout& l, const T* dy, const T* w, T* dx) {
+#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+  if constexpr (std::is_floating_point_v<T> && simd::supported<T>) {
+    if (direct_conv_input_gradient_applies(l.g)) {
+      T* flipped = conv_buffer<T>(4, l.out_channels * l.depth());
+      flip_kernel(l, w, flipped);
+      direct_conv(input_gradient_layout(l), dy, flipped, static_cast<const T*>(nullptr), dx);
+      return;
+    }
+  }
+#endif
   const std::int64_t plane = l.plane(), k = l.depth(), per_group = l.per_group();
   parallel_for(l.g.batch, 1, [&](std::int64_t first, std::int64_t last) {
     T* columns = conv_buffer<T>(0, l.g.rows() * plane);
@@ -203,6 +163,14 @@ void native_conv2d_backward_input(const conv_layout& l, const T* dy, const T* w,
 // order.
 template <class T>
 void native_conv2d_backward_kernel(const conv_layout& l, const T* dy, const T* x, T* dw) {
+#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+  if constexpr (std::is_floating_point_v<T> && simd::supported<T>) {
+    if (direct_conv_applies(l.g)) {
+      direct_kernel_gradient(l, dy, x, dw);
+      return;
+    }
+  }
+#endif
   constexpr std::int64_t images_per_chunk = 8;
   const std::int64_t plane = l.plane(), k = l.depth(), per_group = l.per_group();
   const std::int64_t size = l.out_channels * k, chunks = (l.g.batch + images_per_chunk - 1) / images_per_chunk;

@@ -107,6 +107,38 @@ TANDEM_ALWAYS_INLINE void store_fence() {
 #endif
 }
 
+// p[0, n) = v's first n lanes, 0 < n <= width: the end of a row shorter
+// than whole batches, with a masked store where the ISA has one (a scalar
+// loop from a spilled batch was a tenth of a 14-pixel convolution's time).
+template <class T>
+TANDEM_ALWAYS_INLINE void store_first(T* p, const batch<T>& v, std::int64_t n) {
+  if (n == static_cast<std::int64_t>(batch<T>::size)) {
+    store(p, v);
+    return;
+  }
+#if XSIMD_WITH_AVX512F
+  if constexpr (sizeof(batch<T>) == 64 && std::is_same_v<T, float>) {
+    _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << n) - 1), v);
+    return;
+  } else if constexpr (sizeof(batch<T>) == 64 && std::is_same_v<T, double>) {
+    _mm512_mask_storeu_pd(p, static_cast<__mmask8>((1u << n) - 1), v);
+    return;
+  }
+#endif
+#if XSIMD_WITH_AVX2
+  if constexpr (sizeof(batch<T>) == 32 && std::is_same_v<T, float>) {
+    _mm256_maskstore_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), v);
+    return;
+  } else if constexpr (sizeof(batch<T>) == 32 && std::is_same_v<T, double>) {
+    _mm256_maskstore_pd(p, _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3)), v);
+    return;
+  }
+#endif
+  alignas(64) T lanes[batch<T>::size];
+  v.store_aligned(lanes);
+  for (std::int64_t i = 0; i < n; ++i) p[i] = lanes[i];
+}
+
 template <class T>
 TANDEM_ALWAYS_INLINE batch<T> splat(T value) {
   return batch<T>(value);
