@@ -117,4 +117,19 @@ TEST_CASE("key_map with inline slots: fills them, spills to the heap, and moves 
   CHECK(counted::live == 0);
 }
 
+TEST_CASE("key_map: clear destroys every value, inline or on the heap, and the map fills again") {
+  std::vector<std::int64_t> objects(64);
+  key_map<counted, 8> map;
+  for (int entries : {5, 40}) {
+    for (int k = 0; k < entries; ++k) map.emplace(&objects[k], std::to_string(k));
+    CHECK(counted::live == entries);
+    map.clear();
+    CHECK(map.size() == 0);
+    CHECK(counted::live == 0);
+    CHECK(map.find(&objects[0]) == nullptr);
+  }
+  map.emplace(&objects[7], "seven");
+  CHECK(map.find(&objects[7])->text == "seven");
+}
+
 }  // namespace

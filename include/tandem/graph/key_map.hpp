@@ -104,6 +104,13 @@ class key_map {
     }
   }
 
+  // Drops every entry, and the table unless it is the inline one.
+  void clear() noexcept {
+    release();
+    capacity_ = 0;
+    size_ = 0;
+  }
+
   // f(key, value) for every entry, in no particular order.
   template <class F>
   void for_each(F&& f) const {

@@ -118,7 +118,17 @@ class executor final : public graph_run {
 
   // Backward from the gradients of the outputs (by key); afterwards
   // gradient(key) gives what reached an input or a captured tensor.
+  // As eager autograd frees each node's saved tensors once it has run, the
+  // forward's values are dropped here (each step holds what its backward
+  // reads) and each step once it has run: the CNN's training step at batch
+  // 128 otherwise kept its forward activations and all its gradients alive
+  // at once, twice the memory eager touches, and ran 9% slower than eager
+  // (3% at batch 8). So a run is differentiated once.
   void backward(std::vector<std::pair<const void*, any_tensor>> seeds) override {
+    if (differentiated_)
+      throw error("tandem::backward: a static graph's run was differentiated already (its saved values are freed)");
+    differentiated_ = true;
+    memo_.clear();
     for (auto& [key, g] : seeds)
       std::visit(
           [&, key = key](auto& t) {
@@ -126,12 +136,14 @@ class executor final : public graph_run {
             if constexpr (takes_gradients<T>) add_gradient(key, std::move(t));
           },
           g);
-    for (auto step = steps_.rbegin(); step != steps_.rend(); ++step) {
-      any_tensor* found = gradients_.find(step->key);
+    while (!steps_.empty()) {
+      step last = std::move(steps_.back());
+      steps_.pop_back();
+      any_tensor* found = gradients_.find(last.key);
       if (!found) continue;
       any_tensor g = std::move(*found);
-      gradients_.erase(step->key);
-      step->send(*this, g);
+      gradients_.erase(last.key);
+      last.send(*this, g);
     }
   }
 
@@ -367,6 +379,7 @@ class executor final : public graph_run {
   const void* destination_key_ = nullptr;
   const void* destination_ = nullptr;
   bool wrote_into_destination_ = false;
+  bool differentiated_ = false;
 };
 
 }  // namespace tandem::detail
