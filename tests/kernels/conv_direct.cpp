@@ -1,10 +1,11 @@
 // Direct convolution (kernels/cpu/conv_direct.hpp), the path of every
-// stride-1 convolution and of its gradients: against double loops, in
-// float and double, on output channels that fill a tile of each shape (8 x 3,
-// 4 x 6 and 1 x 8 on AVX-512; 4 x 3, 2 x 6, 1 x 8 below it) and leave one
-// short, rows and widths that end a tile or a batch early, padding up to and
-// past (k - 1) * dilation (where the input gradient takes the columns
-// path), dilation and groups.
+// stride-1 convolution with four or more channels to compute, and of its
+// gradients: against double loops, in float and double, on output channels
+// that fill a tile of each shape (8 x 3 and 4 x 6 on AVX-512, 4 x 3 below
+// it) or leave it one short, and fewer than four (the columns path); rows
+// and widths that end a tile or a batch early; padding up to and past
+// (k - 1) * dilation (where the input gradient takes the columns path),
+// dilation and groups.
 #include <doctest/doctest.h>
 
 #include <string>

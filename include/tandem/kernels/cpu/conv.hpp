@@ -104,17 +104,10 @@ void col2im_image(const conv_geometry& g, const T* columns, T* image) {
   }
 }
 
-// y = conv(x, w) (+ bias per output channel, where bias is not null).
+// y = conv(x, w) (+ bias per output channel, where bias is not null), by
+// im2col and GEMM.
 template <class T>
-void native_conv2d_forward(const conv_layout& l, const T* x, const T* w, const T* bias, T* y) {
-#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
-  if constexpr (std::is_floating_point_v<T> && simd::supported<T>) {
-    if (direct_conv_applies(l.g)) {
-      direct_conv(l, x, w, bias, y);
-      return;
-    }
-  }
-#endif
+void columns_conv2d_forward(const conv_layout& l, const T* x, const T* w, const T* bias, T* y) {
   const std::int64_t plane = l.plane(), k = l.depth(), per_group = l.per_group();
   parallel_for(l.g.batch, 1, [&](std::int64_t first, std::int64_t last) {
     T* columns = conv_buffer<T>(0, l.g.rows() * plane);
@@ -131,20 +124,9 @@ void native_conv2d_forward(const conv_layout& l, const T* x, const T* w, const T
   });
 }
 
-// dx from dy: with stride 1, the direct convolution of dy with the kernel
-// flipped; otherwise per image W^T dy, added back into the image by col2im.
+// dx from dy: per image W^T dy, added back into the image by col2im.
 template <class T>
-void native_conv2d_backward_input(const conv_layout& l, const T* dy, const T* w, T* dx) {
-#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
-  if constexpr (std::is_floating_point_v<T> && simd::supported<T>) {
-    if (direct_conv_input_gradient_applies(l.g)) {
-      T* flipped = conv_buffer<T>(4, l.out_channels * l.depth());
-      flip_kernel(l, w, flipped);
-      direct_conv(input_gradient_layout(l), dy, flipped, static_cast<const T*>(nullptr), dx);
-      return;
-    }
-  }
-#endif
+void columns_conv2d_backward_input(const conv_layout& l, const T* dy, const T* w, T* dx) {
   const std::int64_t plane = l.plane(), k = l.depth(), per_group = l.per_group();
   parallel_for(l.g.batch, 1, [&](std::int64_t first, std::int64_t last) {
     T* columns = conv_buffer<T>(0, l.g.rows() * plane);
@@ -162,15 +144,7 @@ void native_conv2d_backward_input(const conv_layout& l, const T* dy, const T* w,
 // transposed, taken over fixed chunks of images and then over the chunks in
 // order.
 template <class T>
-void native_conv2d_backward_kernel(const conv_layout& l, const T* dy, const T* x, T* dw) {
-#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
-  if constexpr (std::is_floating_point_v<T> && simd::supported<T>) {
-    if (direct_conv_applies(l.g)) {
-      direct_kernel_gradient(l, dy, x, dw);
-      return;
-    }
-  }
-#endif
+void columns_conv2d_backward_kernel(const conv_layout& l, const T* dy, const T* x, T* dw) {
   constexpr std::int64_t images_per_chunk = 8;
   const std::int64_t plane = l.plane(), k = l.depth(), per_group = l.per_group();
   const std::int64_t size = l.out_channels * k, chunks = (l.g.batch + images_per_chunk - 1) / images_per_chunk;
@@ -202,6 +176,39 @@ void native_conv2d_backward_kernel(const conv_layout& l, const T* dy, const T* x
   });
   for (std::int64_t chunk = 0; chunk < chunks; ++chunk)
     for (std::int64_t e = 0; e < size; ++e) dw[e] += partial[chunk * size + e];
+}
+
+// This build's convolution and its gradients: direct where T has SIMD
+// batches and the layout fits (stride 1, four channels or more to compute),
+// by columns otherwise.
+template <class T>
+void native_conv2d_forward(const conv_layout& l, const T* x, const T* w, const T* bias, T* y) {
+#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+  if constexpr (std::is_floating_point_v<T> && simd::supported<T>) {
+    if (direct_conv_fits(l)) return direct_conv(l, x, w, bias, y);
+  }
+#endif
+  columns_conv2d_forward(l, x, w, bias, y);
+}
+
+template <class T>
+void native_conv2d_backward_input(const conv_layout& l, const T* dy, const T* w, T* dx) {
+#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+  if constexpr (std::is_floating_point_v<T> && simd::supported<T>) {
+    if (direct_conv_input_gradient_fits(l)) return direct_conv_input_gradient(l, dy, w, dx);
+  }
+#endif
+  columns_conv2d_backward_input(l, dy, w, dx);
+}
+
+template <class T>
+void native_conv2d_backward_kernel(const conv_layout& l, const T* dy, const T* x, T* dw) {
+#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+  if constexpr (std::is_floating_point_v<T> && simd::supported<T>) {
+    if (direct_conv_fits(l)) return direct_kernel_gradient(l, dy, x, dw);
+  }
+#endif
+  columns_conv2d_backward_kernel(l, dy, x, dw);
 }
 
 }  // inline namespace TANDEM_KERNEL_ISA
