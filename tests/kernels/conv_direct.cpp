@@ -36,7 +36,8 @@ reference direct_reference(const tensor<double>& x, const tensor<double>& w, con
                            const conv2d_options& o) {
   const std::int64_t n = x.shape(0), c = x.shape(1), h = x.shape(2), wd = x.shape(3);
   const std::int64_t oc = w.shape(0), cg = w.shape(1), kh = w.shape(2), kw = w.shape(3);
-  const std::int64_t oh = out_size(h, kh, o.padding[0], o.dilation[0]), ow = out_size(wd, kw, o.padding[1], o.dilation[1]);
+  const std::int64_t oh = out_size(h, kh, o.padding[0], o.dilation[0]);
+  const std::int64_t ow = out_size(wd, kw, o.padding[1], o.dilation[1]);
   const std::int64_t per_group = oc / o.groups;
   reference r{std::vector<double>(static_cast<std::size_t>(n * oc * oh * ow), 0.0),
               std::vector<double>(static_cast<std::size_t>(n * c * h * wd), 0.0),
@@ -87,7 +88,8 @@ const std::vector<direct_case> direct_cases{
 
 template <class T>
 void check_direct_case(const direct_case& c, std::uint64_t seed, double rel, double abs) {
-  const tensor<double> x = test::random_tensor<double>(c.x, -1, 1, seed), w = test::random_tensor<double>(c.w, -1, 1, seed + 1);
+  const tensor<double> x = test::random_tensor<double>(c.x, -1, 1, seed);
+  const tensor<double> w = test::random_tensor<double>(c.w, -1, 1, seed + 1);
   const tensor<double> bias = test::random_tensor<double>({c.w[0]}, -1, 1, seed + 2);
   tensor<T> xt = x.astype<T>(), wt = w.astype<T>();
   xt.set_requires_grad(true);
@@ -115,7 +117,8 @@ TEST_CASE("stride-1 convolutions and both their gradients equal double loops on 
 }
 
 TEST_CASE("a stride-1 convolution gives the same bits for any thread count") {
-  const tensor<float> x = test::random_tensor<float>({19, 16, 14, 14}, -1, 1, 7), w = test::random_tensor<float>({32, 16, 3, 3}, -1, 1, 8);
+  const tensor<float> x = test::random_tensor<float>({19, 16, 14, 14}, -1, 1, 7);
+  const tensor<float> w = test::random_tensor<float>({32, 16, 3, 3}, -1, 1, 8);
   auto run = [&] {
     tensor<float> xg = x.clone(), wg = w.clone();
     xg.set_requires_grad(true);

@@ -114,7 +114,8 @@ inline simd::buffer<std::int64_t> tap_offsets(const conv_layout& l) {
   taps.reserve(static_cast<std::size_t>(l.depth()));
   for (std::int64_t c = 0; c < g.channels / l.groups; ++c)
     for (std::int64_t i = 0; i < g.kernel_h; ++i)
-      for (std::int64_t j = 0; j < g.kernel_w; ++j) taps.push_back(c * plane + i * g.dilation_h * pw + j * g.dilation_w);
+      for (std::int64_t j = 0; j < g.kernel_w; ++j)
+        taps.push_back(c * plane + i * g.dilation_h * pw + j * g.dilation_w);
   return taps;
 }
 
@@ -181,14 +182,17 @@ void direct_conv_image(const conv_layout& l, const direct_conv_plan<T, Tile::cha
         for (std::int64_t x = 0; x < ow; x += Tile::width) {
           const T* in = padded + group * in_group + y * pw + x;
           batch sums[Tile::rows][Tile::channels];
-          for_each_index<Tile::rows>([&](auto r) { for_each_index<Tile::channels>([&](auto o) { sums[r][o] = batch(T(0)); }); });
+          for_each_index<Tile::rows>([&](auto r) {
+            for_each_index<Tile::channels>([&](auto o) { sums[r][o] = batch(T(0)); });
+          });
           for (std::int64_t k = 0; k < depth; ++k) {
             const T* at = in + taps[k];
             batch pixels[Tile::rows];
             for_each_index<Tile::rows>([&](auto r) { pixels[r] = simd::load(at + r * pw); });
             for_each_index<Tile::channels>([&](auto o) {
               const batch weight = simd::splat(weights[k * Tile::channels + o]);
-              for_each_index<Tile::rows>([&](auto r) { sums[r][o] = math::multiply_add(weight, pixels[r], sums[r][o]); });
+              for_each_index<Tile::rows>(
+                  [&](auto r) { sums[r][o] = math::multiply_add(weight, pixels[r], sums[r][o]); });
             });
           }
           // Stored through the stack by one loop, not unrolled: 24 inlined
@@ -260,9 +264,12 @@ void direct_kernel_gradient_image(const conv_layout& l, const simd::buffer<std::
       for (std::int64_t k0 = 0; k0 < depth; k0 += Tile::taps) {
         // Taps past the depth read the first tap's pixels and are not added.
         std::int64_t at[Tile::taps];
-        for_each_index<Tile::taps>([&](auto t) { at[t] = taps[static_cast<std::size_t>(k0 + t < depth ? k0 + t : 0)]; });
+        for_each_index<Tile::taps>(
+            [&](auto t) { at[t] = taps[static_cast<std::size_t>(k0 + t < depth ? k0 + t : 0)]; });
         batch acc[Tile::taps][Tile::batches];
-        for_each_index<Tile::taps>([&](auto t) { for_each_index<Tile::batches>([&](auto b) { acc[t][b] = batch(T(0)); }); });
+        for_each_index<Tile::taps>([&](auto t) {
+          for_each_index<Tile::batches>([&](auto b) { acc[t][b] = batch(T(0)); });
+        });
         for (std::int64_t y = 0; y < oh; ++y) {
           const T* row = in + y * pw;
           const T* grads = panel + y * ow * Tile::lanes;

@@ -127,7 +127,8 @@ TANDEM_ALWAYS_INLINE void store_first(T* p, const batch<T>& v, std::int64_t n) {
 #endif
 #if XSIMD_WITH_AVX2
   if constexpr (sizeof(batch<T>) == 32 && std::is_same_v<T, float>) {
-    _mm256_maskstore_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), v);
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    _mm256_maskstore_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lanes), v);
     return;
   } else if constexpr (sizeof(batch<T>) == 32 && std::is_same_v<T, double>) {
     _mm256_maskstore_pd(p, _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3)), v);
