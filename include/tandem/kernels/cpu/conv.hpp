@@ -1,8 +1,10 @@
 #pragma once
-// Convolution on the CPU. With stride 1 (every CNN's 3x3 layers) the
-// convolution and both its gradients are direct (conv_direct.hpp). Other
-// strides run by GEMM, one image at a time: each image's receptive fields
-// are laid out as columns (im2col: row (c * kh + i) * kw + j, column
+// Convolution on the CPU. With stride 1 and four output channels or more
+// to compute (every CNN's 3x3 layers but an input gradient towards a
+// one-channel image) the convolution and its gradients are direct
+// (conv_direct.hpp). The rest run by GEMM, one image at a time: each
+// image's receptive fields are laid out as columns (im2col: row
+// (c * kh + i) * kw + j, column
 // y * ow + x holds channel c at (y * stride - pad + i * dilation,
 // x * stride - pad + j * dilation), or 0 outside the image) in a buffer of
 // the thread's own that stays in cache, and multiplied there: the output
