@@ -1,12 +1,12 @@
 #pragma once
 // conv2d over NCHW images with a [out, in / groups, kh, kw] kernel: stride,
-// padding, dilation and groups, as in PyTorch and MindSpore (pad mode
-// "pad"), with an optional bias per output channel. On the CPU, a stride-1
-// convolution and its two gradients run as direct convolutions where four
-// channels or more are computed (the input's gradient is a convolution of
-// the output's with the kernel flipped); the rest as one GEMM per image
-// and group on its receptive fields laid out as columns, their gradients W^T times the output's gradient added back by
-// col2im and the output's gradient times the columns transposed
+// padding, dilation and groups, as in PyTorch and MindSpore (pad mode "pad"),
+// with an optional bias per output channel. On the CPU, a stride-1 convolution
+// and its two gradients run as direct convolutions where four channels or more
+// are computed (the input's gradient is a convolution of the output's with the
+// kernel flipped); the rest as one GEMM per image and group on its receptive
+// fields laid out as columns, their gradients W^T times the output's gradient
+// added back by col2im and the output's gradient times the columns transposed
 // (kernels/cpu/conv.hpp). Those two are first derivatives only:
 // differentiating them again throws. The bias's gradient is a sum.
 

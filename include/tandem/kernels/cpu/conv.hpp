@@ -1,18 +1,16 @@
 #pragma once
-// Convolution on the CPU. With stride 1 and four output channels or more
-// to compute (every CNN's 3x3 layers but an input gradient towards a
-// one-channel image) the convolution and its gradients are direct
-// (conv_direct.hpp). The rest run by GEMM, one image at a time: each
-// image's receptive fields are laid out as columns (im2col: row
-// (c * kh + i) * kw + j, column
-// y * ow + x holds channel c at (y * stride - pad + i * dilation,
-// x * stride - pad + j * dilation), or 0 outside the image) in a buffer of
-// the thread's own that stays in cache, and multiplied there: the output
-// comes out in NCHW order with no permutation and no batch-sized buffer.
-// Threads split the batch; each image's input gradient (col2im, the adjoint
-// of im2col) is one thread's, and the kernel's gradient is summed over
-// fixed chunks of images in a fixed order, so every result is the same for
-// any thread count.
+// Convolution on the CPU. With stride 1 and four output channels or more to
+// compute (every CNN's 3x3 layers but an input gradient towards a one-channel
+// image) the convolution and its gradients are direct (conv_direct.hpp). The
+// rest run by GEMM, one image at a time: each image's receptive fields are
+// laid out as columns (im2col: row (c * kh + i) * kw + j, column y * ow + x
+// holds channel c at (y * stride - pad + i * dilation, x * stride - pad + j *
+// dilation), or 0 outside the image) in a buffer of the thread's own that
+// stays in cache, and multiplied there: the output comes out in NCHW order
+// with no permutation and no batch-sized buffer. Threads split the batch; each
+// image's input gradient (col2im, the adjoint of im2col) is one thread's, and
+// the kernel's gradient is summed over fixed chunks of images in a fixed
+// order, so every result is the same for any thread count.
 
 #include <algorithm>
 #include <atomic>
