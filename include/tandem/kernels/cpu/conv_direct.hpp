@@ -31,6 +31,7 @@
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
 namespace tandem::detail {
+inline namespace TANDEM_KERNEL_ISA {
 
 // Direct kernels need rows of consecutive pixels: stride 1 both ways.
 inline bool direct_conv_applies(const conv_geometry& g) { return g.stride_h == 1 && g.stride_w == 1; }
@@ -80,7 +81,6 @@ void flip_kernel(const conv_layout& l, const T* w, T* flipped) {
       }
 }
 
-inline namespace TANDEM_KERNEL_ISA {
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
 
 // Calls f(integral_constant<int64_t, I>) for I in [0, N): loops over a
