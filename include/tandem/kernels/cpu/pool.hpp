@@ -119,9 +119,7 @@ void max_pool_2x2_batches(const T* top, const T* bottom, std::int64_t out_w, T* 
     auto below = second_wins(upper, lower);
     xsimd::select(below, lower, upper).store_unaligned(out + x);
     batch winner = xsimd::select(below, two + xsimd::select(right_below, one, zero), xsimd::select(right_above, one, zero));
-    alignas(64) T codes[lanes];
-    winner.store_aligned(codes);
-    for (std::int64_t i = 0; i < lanes; ++i) winners[x + i] = static_cast<window_winner>(codes[i]);
+    simd::store_codes(winners + x, winner);
   });
 }
 
@@ -132,9 +130,7 @@ void max_pool_2x2_batches_backward(const T* grad, const window_winner* winners, 
   constexpr std::int64_t lanes = batch::size;
   const batch zero(T(0));
   simd::overlapping_steps<lanes>(out_w, [&](std::int64_t x) {
-    alignas(64) T codes[lanes];
-    for (std::int64_t i = 0; i < lanes; ++i) codes[i] = static_cast<T>(winners[x + i]);
-    batch g = batch::load_unaligned(grad + x), winner = batch::load_aligned(codes);
+    batch g = batch::load_unaligned(grad + x), winner = simd::load_codes<T, Arch>(winners + x);
     batch a = xsimd::select(winner == batch(T(0)), g, zero), b = xsimd::select(winner == batch(T(1)), g, zero);
     batch c = xsimd::select(winner == batch(T(2)), g, zero), d = xsimd::select(winner == batch(T(3)), g, zero);
     store_pairs(top + 2 * x, a, b);

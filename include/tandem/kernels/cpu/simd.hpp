@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <new>
 #include <type_traits>
 #include <vector>
@@ -233,6 +234,83 @@ TANDEM_ALWAYS_INLINE void overlapping_steps(std::int64_t n, Step step) {
     step(x);
     if (x + lanes == n) return;
   }
+}
+
+// Small unsigned codes (0 to 255) kept one per byte, such as a pooling
+// window's winner, to and from a batch's lanes: `lanes` bytes at p. By
+// widening and narrowing conversions where the ISA has them; a loop of
+// scalar conversions through the stack was most of max pooling's gradient.
+template <class T, class Arch>
+TANDEM_ALWAYS_INLINE xsimd::batch<T, Arch> load_codes(const std::uint8_t* p) {
+  using lanes = xsimd::batch<T, Arch>;
+  [[maybe_unused]] constexpr std::size_t bytes = sizeof(lanes);
+  [[maybe_unused]] constexpr bool is_float = std::is_same_v<T, float>, is_double = std::is_same_v<T, double>;
+#if XSIMD_WITH_SSE4_1
+  // The first `count` bytes at p, as four 32-bit integers (zeros past count).
+  [[maybe_unused]] auto words = [p](std::size_t count) {
+    std::uint32_t four = 0;
+    std::memcpy(&four, p, count);
+    return _mm_cvtepu8_epi32(_mm_cvtsi32_si128(static_cast<int>(four)));
+  };
+  [[maybe_unused]] const auto* eight = reinterpret_cast<const __m128i*>(p);
+#endif
+#if XSIMD_WITH_AVX512F
+  if constexpr (bytes == 64 && is_float) return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(eight)));
+  if constexpr (bytes == 64 && is_double) return _mm512_cvtepi32_pd(_mm256_cvtepu8_epi32(_mm_loadl_epi64(eight)));
+#endif
+#if XSIMD_WITH_AVX2
+  if constexpr (bytes == 32 && is_float) return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(eight)));
+  if constexpr (bytes == 32 && is_double) return _mm256_cvtepi32_pd(words(4));
+#endif
+#if XSIMD_WITH_SSE4_1
+  if constexpr (bytes == 16 && is_float) return _mm_cvtepi32_ps(words(4));
+  if constexpr (bytes == 16 && is_double) return _mm_cvtepi32_pd(words(2));
+#endif
+  alignas(64) T values[lanes::size];
+  for (std::size_t i = 0; i < lanes::size; ++i) values[i] = static_cast<T>(p[i]);
+  return lanes::load_aligned(values);
+}
+
+// p[0, lanes) = codes, each lane a whole number from 0 to 255.
+template <class T, class Arch>
+TANDEM_ALWAYS_INLINE void store_codes(std::uint8_t* p, const xsimd::batch<T, Arch>& codes) {
+  using lanes = xsimd::batch<T, Arch>;
+  [[maybe_unused]] constexpr std::size_t bytes = sizeof(lanes);
+  [[maybe_unused]] constexpr bool is_float = std::is_same_v<T, float>, is_double = std::is_same_v<T, double>;
+#if XSIMD_WITH_SSE4_1
+  // The low bytes of eight 32-bit integers, the first `count` of them.
+  [[maybe_unused]] auto store_bytes = [p](__m128i low, __m128i high, std::size_t count) {
+    const __m128i packed = _mm_packus_epi16(_mm_packus_epi32(low, high), _mm_setzero_si128());
+    alignas(16) std::uint8_t sixteen[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(sixteen), packed);
+    std::memcpy(p, sixteen, count);
+  };
+  [[maybe_unused]] const __m128i none = _mm_setzero_si128();
+#endif
+#if XSIMD_WITH_AVX512F
+  if constexpr (bytes == 64 && is_float) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(codes)));
+    return;
+  }
+  if constexpr (bytes == 64 && is_double) {
+    const __m256i words = _mm512_cvttpd_epi32(codes);
+    return store_bytes(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1), 8);
+  }
+#endif
+#if XSIMD_WITH_AVX2
+  if constexpr (bytes == 32 && is_float) {
+    const __m256i words = _mm256_cvttps_epi32(codes);
+    return store_bytes(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1), 8);
+  }
+  if constexpr (bytes == 32 && is_double) return store_bytes(_mm256_cvttpd_epi32(codes), none, 4);
+#endif
+#if XSIMD_WITH_SSE4_1
+  if constexpr (bytes == 16 && is_float) return store_bytes(_mm_cvttps_epi32(codes), none, 4);
+  if constexpr (bytes == 16 && is_double) return store_bytes(_mm_cvttpd_epi32(codes), none, 2);
+#endif
+  alignas(64) T values[lanes::size];
+  codes.store_aligned(values);
+  for (std::size_t i = 0; i < lanes::size; ++i) p[i] = static_cast<std::uint8_t>(values[i]);
 }
 
 // to[0, n) = from[0, n) for short rows, without a call to memmove per row.
