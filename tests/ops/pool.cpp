@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "support/check.hpp"
@@ -35,6 +36,12 @@ std::vector<double> pool_reference(const tensor<double>& x, const pool2d_options
           out.push_back(take_max ? best : total / static_cast<double>(o.kernel[0] * o.kernel[1]));
         }
   return out;
+}
+
+bool same_bits(const tensor<float>& a, const tensor<float>& b) {
+  tensor<float> x = a.contiguous(), y = b.contiguous();
+  return x.shape() == y.shape() &&
+         std::memcmp(x.data(), y.data(), static_cast<std::size_t>(x.numel()) * sizeof(float)) == 0;
 }
 
 const std::vector<std::pair<shape, pool2d_options>> cases{
@@ -136,6 +143,32 @@ TEST_CASE("pooling passes finite-difference gradient checks, eagerly and in a st
     test::check_gradients([&](const auto& v) { return avg_pool2d(v[0] * v[0], o); }, {x}, "avg, eager");
     test::check_gradients([&](const auto& v) { return graph_avg(v[0], o); }, {x}, "avg, static");
   }
+}
+
+TEST_CASE("a static graph pools before relu, with the bits of relu then pooling eagerly") {
+  // Windows that are all negative, hold zeros of both signs, ties, positive
+  // maxima and NaN; 2x2 pooling, overlapping 3x3 windows with padding.
+  auto f = [](auto x, pool2d_options o) { return max_pool2d(relu(x * 2.0f), o); };
+  auto graph = jit(f);
+  for (const auto& [xs, o] : cases) {
+    INFO("input " << to_string(xs));
+    tensor<float> x = test::random_tensor<double>(xs, -2, 2, 60).astype<float>();
+    for (std::int64_t i = 0; i < x.numel(); ++i) {
+      float& v = x.data()[i];
+      v = i % 13 == 5 ? NAN : i % 5 == 1 ? 0.0f : i % 7 == 2 ? -0.0f : i % 3 == 0 ? -std::fabs(v) : std::round(v);
+    }
+    tensor<float> weights = test::random_tensor<double>(max_pool2d(x, o).shape(), -1, 1, 61).astype<float>();
+    tensor<float> eager_input = x.detach(), graph_input = x.detach();
+    eager_input.set_requires_grad();
+    graph_input.set_requires_grad();
+    tensor<float> eager_out = f(eager_input, o), graph_out = graph(graph_input, o);
+    sum(eager_out * weights).backward();
+    sum(graph_out * weights).backward();
+    CHECK(same_bits(graph_out, eager_out));
+    CHECK(same_bits(graph_input.grad(), eager_input.grad()));
+  }
+  const std::string text = graph.text(zeros<float>({1, 1, 4, 4}), pool2d_options{});
+  CHECK(text.find("max_pool2d") < text.find("relu"));
 }
 
 TEST_CASE("pooling reports bad shapes") {

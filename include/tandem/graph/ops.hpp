@@ -376,9 +376,18 @@ auto batch_normalize(const X& x, const W& weight, const B& bias, double eps) {
       "batch_normalize", detail::batch_normalization{eps}, detail::operand_symbol(x), detail::operand_symbol(weight), detail::operand_symbol(bias));
 }
 
+// Max pooling of a relu is pooled first: the maximum of a window's relus is
+// the relu of its maximum, and both gradients reach the same pixel with the
+// same value (relu's gradient is 0 at a window whose maximum is not
+// positive, either way; a NaN wins both ways). The same bits, with relu and
+// its gradient run on a quarter of the pixels under 2x2 pooling (a CNN's
+// conv, batch norm, relu, pool). A relu that something else reads as well
+// is still computed whole for that reader.
 template <class N>
 auto max_pool2d(const sym<N>& x, const pool2d_options& options = {}) {
-  return detail::apply_eager("max_pool2d", detail::window_pooling<true>{options}, x);
+  if constexpr (detail::is_map_of<relu_op, N>)
+    return relu(max_pool2d(detail::operand_at<0>(x.node().children), options));
+  else return detail::apply_eager("max_pool2d", detail::window_pooling<true>{options}, x);
 }
 template <class N>
 auto avg_pool2d(const sym<N>& x, const pool2d_options& options = {}) {

@@ -204,6 +204,12 @@ struct map_node {
   operand_list<sym<C>...> children;
 };
 
+// Whether node N is the elementwise op Op, whatever its operands.
+template <class Op, class N>
+inline constexpr bool is_map_of = false;
+template <class Op, class... C>
+inline constexpr bool is_map_of<Op, map_node<Op, C...>> = true;
+
 template <class Fn, class T, class... C>
 struct apply_node {
   using value_type = T;
