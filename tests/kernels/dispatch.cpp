@@ -99,7 +99,7 @@ TEST_CASE("a build that runs fills the dispatch slots of its kernels; the progra
                              dispatched_middle_moments<double>.load() != nullptr,
                              dispatched_max_pool_2x2_backward<float>.load() != nullptr,
                              dispatched_conv2d_backward_kernel<double>.load() != nullptr,
-                             dispatched_gradient_sums_per_channel<float>.load() != nullptr,
+                             dispatched_batch_norm_backward<float>.load() != nullptr,
                              dispatched_chain_kernels.load() != nullptr};
   };
   set_kernel_instruction_set(instruction_set::generic);

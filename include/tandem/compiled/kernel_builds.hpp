@@ -76,8 +76,7 @@ void install_row_kernels(bool clear) {
   install(dispatched_softmax_rows<true, T>, &native_softmax_rows<true, T>, clear);
   install(dispatched_middle_moments<T>, &native_middle_moments<T>, clear);
   install(dispatched_affine_per_channel<T>, &native_affine_per_channel<T>, clear);
-  install(dispatched_two_term_affine_per_channel<T>, &native_two_term_affine_per_channel<T>, clear);
-  install(dispatched_gradient_sums_per_channel<T>, &native_gradient_sums_per_channel<T>, clear);
+  install(dispatched_batch_norm_backward<T>, &native_batch_norm_backward<T>, clear);
   install(dispatched_conv2d_forward<T>, &native_conv2d_forward<T>, clear);
   install(dispatched_conv2d_backward_input<T>, &native_conv2d_backward_input<T>, clear);
   install(dispatched_conv2d_backward_kernel<T>, &native_conv2d_backward_kernel<T>, clear);

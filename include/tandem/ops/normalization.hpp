@@ -8,9 +8,10 @@
 //
 // batch_normalize: batch normalization in training, (x - mean) / sqrt(var +
 // eps) * weight + bias per channel with the batch's statistics, as one op:
-// the statistics (two reads of x) and one affine pass forward; backward, one
-// read of g and x for the sums all three gradients need, and one affine
-// pass for x's, where the composite of mean, variance and broadcasts takes
+// the statistics (two reads of x) and one affine pass forward; backward,
+// channel by channel, one read of g and x for the sums all three gradients
+// need and one affine pass for x's while they are still cached, where the
+// composite of mean, variance and broadcasts takes
 // about ten passes over the activations and keeps their products. A second
 // derivative takes the composite route.
 
@@ -150,32 +151,17 @@ struct batch_normalize_op {
               wanted[1] ? composite_derivative<1>(g, x, weight) : G(),
               wanted[2] ? composite_derivative<2>(g, x, weight) : G()};
     const channel_layout l = channel_layout_of(x.shape());
-    tensor<T> dy = g.detach().contiguous(), values = x.detach().contiguous();
+    tensor<T> dy = g.detach().contiguous(), values = x.detach().contiguous(), w = weight.detach().contiguous();
     std::vector<double> sum_g(static_cast<std::size_t>(l.kept)), sum_gx(static_cast<std::size_t>(l.kept));
-    gradient_sums_per_channel(dy.data(), values.data(), l.outer, l.kept, l.inner, mean.data(), sum_g.data(),
-                              sum_gx.data());
     std::tuple<G, G, G> out;
+    tensor<T> dx = wanted[0] ? tensor<T>(x.shape()) : tensor<T>();
+    batch_norm_backward(dy.data(), values.data(), l.outer, l.kept, l.inner, mean.data(), inverse_std.data(), w.data(),
+                        sum_g.data(), sum_gx.data(), wanted[0] ? dx.data() : nullptr);
     if (wanted[2]) std::get<2>(out) = channel_values<T>(l.kept, [&](std::int64_t k) { return sum_g[k]; });
     if (wanted[1])
       std::get<1>(out) =
           channel_values<T>(l.kept, [&](std::int64_t k) { return sum_gx[k] * double(inverse_std.data()[k]); });
-    if (wanted[0]) {
-      // dx = w r (g - sum(g) / M - xhat sum(g xhat) / M), xhat = (x - mean) r:
-      // g a + x b + c per channel.
-      tensor<T> w = weight.detach().contiguous(), a(shape{l.kept}), b(shape{l.kept}), c(shape{l.kept});
-      const double count = double(l.outer * l.inner);
-      for (std::int64_t k = 0; k < l.kept; ++k) {
-        const double r = inverse_std.data()[k], wr = double(w.data()[k]) * r;
-        const double slope = -wr * r * r * sum_gx[k] / count;
-        a.data()[k] = static_cast<T>(wr);
-        b.data()[k] = static_cast<T>(slope);
-        c.data()[k] = static_cast<T>(-wr * sum_g[k] / count - slope * double(mean.data()[k]));
-      }
-      tensor<T> dx(x.shape());
-      two_term_affine_per_channel(dy.data(), values.data(), l.outer, l.kept, l.inner, a.data(), b.data(), c.data(),
-                                  dx.data());
-      std::get<0>(out) = dx;
-    }
+    if (wanted[0]) std::get<0>(out) = dx;
     return out;
   }
 

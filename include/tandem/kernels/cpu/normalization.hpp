@@ -1,12 +1,12 @@
 #pragma once
 // Batch normalization's passes over x viewed as [outer, kept, inner]
-// (N, C, H * W), contiguous: per channel k an affine map of each plane,
-// y = x * a[k] + b[k] (the normalization, and with the gradient's
-// coefficients dx = g * a[k] + x * b[k] + c[k]), and the two sums the
-// gradient needs, sum(g) and sum(g * (x - mean)), in one read of g and x.
-// Planes are summed in SIMD batches and added in double per channel, in a
-// fixed order: the bits do not depend on the thread count. The three passes
-// are dispatched per build (kernels/cpu/dispatch.hpp).
+// (N, C, H * W), contiguous: forward, per channel k an affine map of each
+// plane, y = x * a[k] + b[k]; backward, per channel, the two sums the
+// gradients need, sum(g) and sum(g * (x - mean)), in one read of g and x,
+// then dx = g * a[k] + x * b[k] + c[k] over the same planes. Planes are
+// summed in SIMD batches and added in double per channel, in a fixed order:
+// the bits do not depend on the thread count. Both are dispatched per build
+// (kernels/cpu/dispatch.hpp).
 
 #include <algorithm>
 #include <atomic>
@@ -93,29 +93,44 @@ void native_affine_per_channel(const T* x, std::int64_t outer, std::int64_t kept
   });
 }
 
-// Per plane: out = g * a[k] + x * b[k] + c[k].
-template <class T>
-void native_two_term_affine_per_channel(const T* g, const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner,
-                                 const T* a, const T* b, const T* c, T* out) {
-  std::int64_t grain = std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(inner, 1));
-  parallel_for(outer * kept, grain, [&](std::int64_t first, std::int64_t last) {
-    for (std::int64_t plane = first; plane < last; ++plane) {
-      std::int64_t k = plane % kept;
-      two_term_affine_plane(g + plane * inner, x + plane * inner, inner, a[k], b[k], c[k], out + plane * inner);
-    }
-  });
+// Batch normalization's x gradient per channel, dx = g a + x b + c, from
+// the channel's sums: dx = w r (g - sum(g) / M - xhat sum(g xhat) / M) with
+// xhat = (x - mean) r, r the inverse standard deviation, over M values.
+struct two_term_coefficients {
+  double a, b, c;
+};
+inline two_term_coefficients batch_norm_input_gradient_terms(double weight, double inverse_std, double mean,
+                                                             double sum_g, double sum_gx, double count) {
+  const double r = inverse_std, wr = weight * r, slope = -wr * r * r * sum_gx / count;
+  return {wr, slope, -wr * sum_g / count - slope * mean};
 }
 
-// Per channel k: sum_g[k] = sum(g), sum_gx[k] = sum(g * (x - centre[k])).
+// Batch normalization's backward per channel k of [outer, kept, inner]:
+// sum_g[k] = sum(g) and sum_gx[k] = sum(g * (x - mean[k])), and where dx is
+// given (weight then too), the channel's x gradient right after its sums,
+// while its planes are still in the caches: on the Xeon measured (one
+// thread), 1.3x (16 channels of 28x28, batch 128) and 1.15-1.4x (32 of
+// 14x14) as fast as a pass of sums over every channel, then one of x
+// gradients. Each channel is one thread's, its planes summed in order.
 template <class T>
-void native_gradient_sums_per_channel(const T* g, const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner,
-                               const T* centre, double* sum_g, double* sum_gx) {
+void native_batch_norm_backward(const T* g, const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner,
+                                const T* mean, const T* inverse_std, const T* weight, double* sum_g, double* sum_gx,
+                                T* dx) {
+  const double count = static_cast<double>(outer * inner);
   parallel_for(kept, 1, [&](std::int64_t first, std::int64_t last) {
     for (std::int64_t k = first; k < last; ++k) {
       sum_g[k] = sum_gx[k] = 0;
       for (std::int64_t a = 0; a < outer; ++a)
-        gradient_sums_plane(g + (a * kept + k) * inner, x + (a * kept + k) * inner, inner, centre[k], sum_g[k],
+        gradient_sums_plane(g + (a * kept + k) * inner, x + (a * kept + k) * inner, inner, mean[k], sum_g[k],
                             sum_gx[k]);
+      if (!dx) continue;
+      const two_term_coefficients terms =
+          batch_norm_input_gradient_terms(weight[k], inverse_std[k], mean[k], sum_g[k], sum_gx[k], count);
+      for (std::int64_t a = 0; a < outer; ++a) {
+        const std::int64_t plane = (a * kept + k) * inner;
+        two_term_affine_plane(g + plane, x + plane, inner, static_cast<T>(terms.a), static_cast<T>(terms.b),
+                              static_cast<T>(terms.c), dx + plane);
+      }
     }
   });
 }
@@ -125,17 +140,12 @@ void native_gradient_sums_per_channel(const T* g, const T* x, std::int64_t outer
 template <class T>
 using affine_function = void (*)(const T*, std::int64_t, std::int64_t, std::int64_t, const T*, const T*, T*);
 template <class T>
-using two_term_affine_function = void (*)(const T*, const T*, std::int64_t, std::int64_t, std::int64_t, const T*,
-                                          const T*, const T*, T*);
-template <class T>
-using gradient_sums_function = void (*)(const T*, const T*, std::int64_t, std::int64_t, std::int64_t, const T*,
-                                        double*, double*);
+using batch_norm_backward_function = void (*)(const T*, const T*, std::int64_t, std::int64_t, std::int64_t, const T*,
+                                              const T*, const T*, double*, double*, T*);
 template <class T>
 inline constinit std::atomic<affine_function<T>> dispatched_affine_per_channel{nullptr};
 template <class T>
-inline constinit std::atomic<two_term_affine_function<T>> dispatched_two_term_affine_per_channel{nullptr};
-template <class T>
-inline constinit std::atomic<gradient_sums_function<T>> dispatched_gradient_sums_per_channel{nullptr};
+inline constinit std::atomic<batch_norm_backward_function<T>> dispatched_batch_norm_backward{nullptr};
 
 inline namespace TANDEM_KERNEL_ISA {
 
@@ -146,17 +156,10 @@ void affine_per_channel(const T* x, std::int64_t outer, std::int64_t kept, std::
 }
 
 template <class T>
-void two_term_affine_per_channel(const T* g, const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner,
-                                 const T* a, const T* b, const T* c, T* out) {
-  call_dispatched<&native_two_term_affine_per_channel<T>>(dispatched_two_term_affine_per_channel<T>, g, x, outer, kept,
-                                                          inner, a, b, c, out);
-}
-
-template <class T>
-void gradient_sums_per_channel(const T* g, const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner,
-                               const T* centre, double* sum_g, double* sum_gx) {
-  call_dispatched<&native_gradient_sums_per_channel<T>>(dispatched_gradient_sums_per_channel<T>, g, x, outer, kept, inner,
-                                                        centre, sum_g, sum_gx);
+void batch_norm_backward(const T* g, const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner,
+                         const T* mean, const T* inverse_std, const T* weight, double* sum_g, double* sum_gx, T* dx) {
+  call_dispatched<&native_batch_norm_backward<T>>(dispatched_batch_norm_backward<T>, g, x, outer, kept, inner, mean,
+                                                  inverse_std, weight, sum_g, sum_gx, dx);
 }
 
 }  // inline namespace TANDEM_KERNEL_ISA
