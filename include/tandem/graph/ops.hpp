@@ -11,6 +11,7 @@
 
 #include "tandem/graph/trace.hpp"
 #include "tandem/ops/conv.hpp"
+#include "tandem/ops/elementwise/activation.hpp"
 #include "tandem/ops/linalg.hpp"
 #include "tandem/ops/normalization.hpp"
 #include "tandem/ops/pool.hpp"
