@@ -109,9 +109,9 @@ inline two_term_coefficients batch_norm_input_gradient_terms(double weight, doub
 // sum_g[k] = sum(g) and sum_gx[k] = sum(g * (x - mean[k])), and where dx is
 // given (weight then too), the channel's x gradient right after its sums,
 // while its planes are still in the caches: on the Xeon measured (one
-// thread), 1.3x (16 channels of 28x28, batch 128) and 1.15-1.4x (32 of
-// 14x14) as fast as a pass of sums over every channel, then one of x
-// gradients. Each channel is one thread's, its planes summed in order.
+// thread, batch 128), 1.25x (16 channels of 28x28) and 1.15x (32 of 14x14)
+// as fast as a pass of sums over every channel, then one of x gradients.
+// Each channel is one thread's, its planes summed in order.
 template <class T>
 void native_batch_norm_backward(const T* g, const T* x, std::int64_t outer, std::int64_t kept, std::int64_t inner,
                                 const T* mean, const T* inverse_std, const T* weight, double* sum_g, double* sum_gx,
