@@ -150,7 +150,10 @@ TEST_CASE("a static graph pools before relu, with the bits of relu then pooling 
   // maxima and NaN; 2x2 pooling, overlapping 3x3 windows with padding.
   auto f = [](auto x, pool2d_options o) { return max_pool2d(relu(x * 2.0f), o); };
   auto graph = jit(f);
-  for (const auto& [xs, o] : cases) {
+  for (const auto& pooling_case : cases) {
+    // Not a structured binding: clang 14 does not let INFO's lambda name one.
+    const shape& xs = pooling_case.first;
+    const pool2d_options& o = pooling_case.second;
     INFO("input " << to_string(xs));
     tensor<float> x = test::random_tensor<double>(xs, -2, 2, 60).astype<float>();
     for (std::int64_t i = 0; i < x.numel(); ++i) {
