@@ -11,9 +11,9 @@
 // the statistics (two reads of x) and one affine pass forward; backward,
 // channel by channel, one read of g and x for the sums all three gradients
 // need and one affine pass for x's while they are still cached, where the
-// composite of mean, variance and broadcasts takes
-// about ten passes over the activations and keeps their products. A second
-// derivative takes the composite route.
+// composite of mean, variance and broadcasts takes about ten passes over
+// the activations and keeps their products. A second derivative takes the
+// composite route.
 
 #include <cmath>
 #include <cstdint>
