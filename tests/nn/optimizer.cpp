@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "support/check.hpp"
 #include "tandem/tandem.hpp"
@@ -109,3 +110,30 @@ TEST_CASE("learning-rate schedules") {
   for (int i = 0; i < 5; ++i) cosine.step();
   CHECK(other.learning_rate() == doctest::Approx(0.1));
 }
+
+#if TANDEM_FLUSHES_SUBNORMALS
+TEST_CASE("updates flush subnormal numbers to zero on the host, and leave the caller's mode as it was") {
+  // A gradient and a moment below the least normal double: Adam's update
+  // reads them as zeros and writes zeros, on every thread that runs it.
+  const double tiny = std::numeric_limits<double>::min() / 2;
+  for (std::int64_t n : {std::int64_t{17}, std::int64_t{1000003}}) {
+    INFO("n = " << n);
+    holder h(n);
+    tensor<double> before = h.w.clone();
+    nn::adam opt(h.named_parameters(), {});
+    sum(h.w * full<double>({n}, tiny)).backward();
+    const unsigned mode = _mm_getcsr();
+    opt.step();
+    CHECK(_mm_getcsr() == mode);
+    test::check_values(h.w, before, "a subnormal gradient moves nothing", 0, 0);
+    for (const auto& [name, state] : opt.state())
+      if (name != "steps_and_learning_rate")
+        for (double s : test::values_of(std::get<tensor<double>>(state))) REQUIRE(s == 0);
+
+    // The pool's threads are back in the default mode: halving the least
+    // normal number gives a subnormal, not zero.
+    tensor<double> halves = full<double>({n}, std::numeric_limits<double>::min()) * 0.5;
+    for (double x : test::values_of(halves)) REQUIRE(x == std::numeric_limits<double>::min() / 2);
+  }
+}
+#endif

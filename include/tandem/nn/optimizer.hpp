@@ -37,10 +37,14 @@ struct slot_state {
 };
 
 // The updates: elementwise ops with several outputs (the parameter, then
-// its state), run on SIMD batches on the host and per element on a GPU.
+// its state), run on SIMD batches on the host and per element on a GPU. On
+// the host they flush subnormal numbers to zero (kernels/cpu/subnormals.hpp):
+// state that decays step after step would otherwise spend thousands of
+// steps in the range where each instruction takes a microcode assist.
 template <class T>
 struct sgd_plain_op {
   static constexpr const char* name = "sgd";
+  static constexpr bool flushes_subnormals = true;
   T lr, decay;
   template <class V>
   TANDEM_HOST_DEVICE std::array<V, 1> operator()(const V& p, const V& g) const {
@@ -50,6 +54,7 @@ struct sgd_plain_op {
 template <class T>
 struct sgd_momentum_op {
   static constexpr const char* name = "sgd";
+  static constexpr bool flushes_subnormals = true;
   T lr, decay, momentum, fresh;
   bool first, nesterov;
   template <class V>
@@ -63,6 +68,7 @@ struct sgd_momentum_op {
 template <class T>
 struct adam_op {
   static constexpr const char* name = "adam";
+  static constexpr bool flushes_subnormals = true;
   T step_size, root_correction, beta1, beta2, eps, decay, shrink;
   bool decoupled;
   template <class V>

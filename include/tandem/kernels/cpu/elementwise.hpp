@@ -20,6 +20,7 @@
 #include "tandem/kernels/cpu/cache.hpp"
 #include "tandem/kernels/cpu/isa.hpp"
 #include "tandem/kernels/cpu/simd.hpp"
+#include "tandem/kernels/cpu/subnormals.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
 namespace tandem::detail {
@@ -326,9 +327,17 @@ TANDEM_ALWAYS_INLINE void typed_row(const void* op, std::int64_t n, void* const*
                                     std::int64_t out_stride, const void* const* in, const std::int64_t* in_at,
                                     const std::int64_t* in_stride, output_writes writes, std::index_sequence<K...>) {
   const std::array<std::int64_t, sizeof...(In)> stride{in_stride[K]...};
-  row_body<R, C>(*static_cast<const Op*>(op), n, typed_outputs<Out>::at(out, out_at), out_stride,
-                 std::tuple<const In*...>{static_cast<const In*>(in[K]) + (in_at ? in_at[K] : out_at * stride[K])...},
-                 stride, writes);
+  auto run = [&] {
+    row_body<R, C>(*static_cast<const Op*>(op), n, typed_outputs<Out>::at(out, out_at), out_stride,
+                   std::tuple<const In*...>{static_cast<const In*>(in[K]) + (in_at ? in_at[K] : out_at * stride[K])...},
+                   stride, writes);
+  };
+  if constexpr (op_flushes_subnormals<Op>()) {
+    const subnormals_flushed flushed;
+    run();
+  } else {
+    run();
+  }
 }
 
 template <class R, class C, class Op, class Out, class... In>
