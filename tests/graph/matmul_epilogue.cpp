@@ -90,19 +90,23 @@ TEST_CASE("matmul epilogues equal a double reference loop on tail sizes and mult
 }
 
 TEST_CASE("matmul epilogues read views and broadcast operands") {
-  tensor<float> x = test::random_tensor<float>({9, 12}, -1, 1, 4), w = test::random_tensor<float>({12, 20}, -1, 1, 5);
-  tensor<float> column = test::random_tensor<float>({9, 1}, -1, 1, 6), full = test::random_tensor<float>({9, 20}, -1, 1, 7);
-  auto g = jit([](auto a, auto v, auto c, auto d) { return sigmoid(matmul(a, v) * c - d * 0.5f); });
-  auto eager = [](auto a, auto v, auto c, auto d) { return sigmoid(matmul(a, v) * c - d * 0.5f); };
-  for (const auto& [layout_name, xs] : test::layouts(x)) {
-    // A named copy: clang 14 cannot capture a structured binding (INFO does).
-    const std::string& layout = layout_name;
-    INFO("x " << layout);
-    tensor<float> wt = w.transpose(0, 1).contiguous().transpose(0, 1);
-    test::check_values(g(xs, w, column, full), eager(xs, w, column, full), "contiguous w");
-    test::check_values(g(xs, wt, column, full), eager(xs, wt, column, full), "transposed w");
-    test::check_values(g(xs, w, full.take(1, 0, 1), full), eager(xs, w, full.take(1, 0, 1), full),
-                       "a strided column");
+  // 4100 columns: blocks narrower than the product (more than one panel of
+  // B's columns, and the columns split among threads), run row by row.
+  for (std::int64_t n : {20, 4100}) {
+    tensor<float> x = test::random_tensor<float>({9, 12}, -1, 1, 4), w = test::random_tensor<float>({12, n}, -1, 1, 5);
+    tensor<float> column = test::random_tensor<float>({9, 1}, -1, 1, 6), full = test::random_tensor<float>({9, n}, -1, 1, 7);
+    auto g = jit([](auto a, auto v, auto c, auto d) { return sigmoid(matmul(a, v) * c - d * 0.5f); });
+    auto eager = [](auto a, auto v, auto c, auto d) { return sigmoid(matmul(a, v) * c - d * 0.5f); };
+    for (const auto& [layout_name, xs] : test::layouts(x)) {
+      // A named copy: clang 14 cannot capture a structured binding (INFO does).
+      const std::string& layout = layout_name;
+      INFO("n " << n << ", x " << layout);
+      tensor<float> wt = w.transpose(0, 1).contiguous().transpose(0, 1);
+      test::check_values(g(xs, w, column, full), eager(xs, w, column, full), "contiguous w");
+      test::check_values(g(xs, wt, column, full), eager(xs, wt, column, full), "transposed w");
+      test::check_values(g(xs, w, full.take(1, 0, 1), full), eager(xs, w, full.take(1, 0, 1), full),
+                         "a strided column");
+    }
   }
 }
 

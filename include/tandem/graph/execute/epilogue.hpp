@@ -55,13 +55,12 @@ std::optional<tensor<T>> executor<Root, Inputs, OnDevice>::multiply_then_group(c
                         "tandem internal: graph/execute/rows.hpp must name the row an epilogue runs");
           const std::int64_t m = product_shape[0], n = product_shape[1];
           auto group = [&](const gemm_block& block) {
-            auto span = [&](std::int64_t begin, std::int64_t end) {
-              elementwise_range<T, C>(kernel, space, out.data() + begin, bases, begin, end);
-            };
-            if (block.cols == n) span(block.row * n, (block.row + block.rows) * n);
+            if (block.cols == n)
+              elementwise_range<T, C>(kernel, space, out.data() + block.row * n, bases, block.row * n,
+                                      (block.row + block.rows) * n);
             else
-              for (std::int64_t i = block.row; i < block.row + block.rows; ++i)
-                span(i * n + block.col, i * n + block.col + block.cols);
+              elementwise_block<T, C>(kernel, space, out.data(), bases, n, block.row, block.rows, block.col,
+                                      block.cols);
           };
           gemm<P>(m, n, a.shape(1), {a.data(), a.strides()[0], a.strides()[1]},
                   {b.data(), b.strides()[0], b.strides()[1]}, p.data(), n, group);

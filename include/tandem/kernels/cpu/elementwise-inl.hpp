@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <array>
+#include <string>
 #include <vector>
 
+#include "tandem/core/error.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
 
 namespace tandem::detail {
@@ -78,6 +80,26 @@ TANDEM_LIBRARY_FUNCTION void run_span(const row_loop& loop, const dims& sizes, c
       index[axis] = 0;
       ++index[axis - 1];
     }
+  }
+}
+
+TANDEM_LIBRARY_FUNCTION void run_block(const row_loop& loop, const dims& sizes, const dims* strides,
+                                       std::int64_t row_length, std::int64_t row, std::int64_t rows, std::int64_t col,
+                                       std::int64_t cols) {
+  const std::size_t operands = loop.inputs + 1, rank = sizes.size();
+  if (rank > 2 || (rank == 2 && sizes[1] != row_length))
+    throw error("tandem internal: a GEMM epilogue's space is not rows of " + std::to_string(row_length) + " positions");
+  // An operand's offset at (i, j) is i * row_step + j * column_step.
+  loop_offsets row_step(operands), column_step(operands);
+  for (std::size_t k = 0; k < operands; ++k) {
+    column_step[k] = strides[k][rank - 1];
+    row_step[k] = rank == 2 ? strides[k][0] : row_length * column_step[k];
+  }
+  loop_offsets in_at(loop.inputs);
+  for (std::int64_t i = row; i < row + rows; ++i) {
+    for (std::size_t k = 0; k < loop.inputs; ++k) in_at[k] = i * row_step[k + 1] + col * column_step[k + 1];
+    loop.row(loop.op, cols, loop.out, i * row_step[0] + col * column_step[0], column_step[0], loop.in, in_at.data(),
+             column_step.data() + 1, loop.writes);
   }
 }
 

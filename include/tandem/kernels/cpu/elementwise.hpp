@@ -391,6 +391,8 @@ void run_flat(const row_loop& loop, std::int64_t n, const std::int64_t* in_strid
 void run_span(const row_loop& loop, const dims& sizes, const dims* strides, std::int64_t out_at,
               std::int64_t begin, std::int64_t end);
 void run_strided(const row_loop& loop, const shape& extent, const dims* const* strides);
+void run_block(const row_loop& loop, const dims& sizes, const dims* strides, std::int64_t row_length, std::int64_t row,
+               std::int64_t rows, std::int64_t col, std::int64_t cols);
 
 // The common case without index arithmetic: out and every input contiguous
 // over the same n elements, or (stride 0) one value broadcast to all.
@@ -424,6 +426,22 @@ void elementwise_range(const Op& op, const loop_space<N>& space, Out out, const 
   const auto inputs = std::apply([](const In*... p) { return std::array<const void*, sizeof...(In)>{p...}; }, bases);
   run_span({row_function_for<R, C, Op, Out, In...>(), &op, outs.data(), inputs.data(), sizeof...(In)}, space.sizes,
            space.strides.data(), 0, begin, end);
+}
+
+// Rows [row, row + rows), columns [col, col + cols) of a matrix's positions
+// (rows of `row_length`), as merge_axes gives them for a space of two axes:
+// [m * n], [m, n], or one axis where the other has one position. Operand 0
+// is the output, at `out` for position 0. A GEMM's epilogue runs a block of
+// the product so: one row call per row, no search for where a row starts.
+template <class R, class C, class Op, class Out, std::size_t N, class... In>
+void elementwise_block(const Op& op, const loop_space<N>& space, Out out, const std::tuple<const In*...>& bases,
+                       std::int64_t row_length, std::int64_t row, std::int64_t rows, std::int64_t col,
+                       std::int64_t cols) {
+  static_assert(N == sizeof...(In) + 1);
+  const auto outs = erased_outputs(out);
+  const auto inputs = std::apply([](const In*... p) { return std::array<const void*, sizeof...(In)>{p...}; }, bases);
+  run_block({row_function_for<R, C, Op, Out, In...>(), &op, outs.data(), inputs.data(), sizeof...(In)}, space.sizes,
+            space.strides.data(), row_length, row, rows, col, cols);
 }
 
 // out[i] = R(op(C(in_0[i]), ..., C(in_k[i]))) over `extent`, with out and
