@@ -97,14 +97,23 @@ TEST_CASE("products whose A or B is packed by transposes, A read in place, or me
 }
 
 TEST_CASE("matmul gives the same bits for any thread count") {
-  tensor<float> a = test::random_tensor<float>({250, 300}, -1, 1, 8);
-  tensor<float> b = test::random_tensor<float>({300, 200}, -1, 1, 9);
-  set_num_threads(1);
-  auto one = matmul(a, b).to_vector();
-  set_num_threads(3);
-  auto many = matmul(a, b).to_vector();
-  set_num_threads(0);
-  CHECK(one == many);
+  // Three threads split the columns of a product with few rows (250) or
+  // with A no larger than B (700 x 70 x 720), and the rows of a tall one
+  // (700 x 70 x 300).
+  for (const auto& [m, k, n] : {std::array<std::int64_t, 3>{250, 300, 200}, std::array<std::int64_t, 3>{700, 70, 720},
+                                std::array<std::int64_t, 3>{700, 70, 300}}) {
+    INFO(m, "x", k, "x", n);
+    tensor<float> a = test::random_tensor<float>({m, k}, -1, 1, 8);
+    tensor<float> b = test::random_tensor<float>({k, n}, -1, 1, 9);
+    set_num_threads(1);
+    auto one = matmul(a, b).to_vector();
+    set_num_threads(3);
+    auto many = matmul(a, b).to_vector();
+    set_num_threads(0);
+    CHECK(one == many);
+    const std::vector<double> want = reference_matmul(a, b, m, k, n);
+    for (std::size_t i = 0; i < want.size(); ++i) REQUIRE(test::close(many[i], want[i], 1e-5, 1e-6 * k));
+  }
 }
 
 TEST_CASE("the depth's passes over C do not change a product's bits") {
