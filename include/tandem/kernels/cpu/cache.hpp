@@ -1,7 +1,7 @@
 #pragma once
 // What the CPU kernels know of the machine's data caches: the L1 that sizes
-// GEMM's passes over C, and the output size past which an elementwise loop
-// writes around the caches.
+// GEMM's passes over C, the L2 that sizes its blocks of B, and the output
+// size past which an elementwise loop writes around the caches.
 
 #include <algorithm>
 #include <cstdint>
@@ -21,6 +21,19 @@ inline std::int64_t l1_data_cache_bytes() {
     if (reported >= 4096) return static_cast<std::int64_t>(reported);
 #endif
     return std::int64_t{32768};
+  }();
+  return bytes;
+}
+
+// The CPU's L2 cache per core, in bytes (1 MiB where the system does not
+// say).
+inline std::int64_t l2_cache_bytes() {
+  static const std::int64_t bytes = [] {
+#if defined(_SC_LEVEL2_CACHE_SIZE)
+    const long reported = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (reported >= 65536) return static_cast<std::int64_t>(reported);
+#endif
+    return std::int64_t{1} << 20;
   }();
   return bytes;
 }

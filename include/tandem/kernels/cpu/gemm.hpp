@@ -74,6 +74,7 @@ struct gemm_shape {
   // against 256 ran 1024^3 4% (AVX-512) to 5% (AVX2) faster.
   static constexpr std::int64_t pass_depth = 512;
   static constexpr std::int64_t mc = 96;
+  // The widest block of B packed at once (gemm_block_columns).
   static constexpr std::int64_t nc = nr * 128;
 };
 
@@ -306,16 +307,33 @@ std::int64_t gemm_pass_blocks(std::int64_t block) {
   return std::min(most, l1 / panel);
 }
 
+// How many columns of B one packed block holds, for passes `depth` deep:
+// as many as fill half of L2, where every row block of A finds them again,
+// but at least 512 (each block packs A anew) and at most G::nc. On an Intel
+// Xeon (2 MiB of L2), one thread, blocks of all 1024 columns of 1024^3 ran
+// at 91.5 GFLOP/s with AVX2 (2 MiB per block: each row block of A read
+// them from L3), of 512 at 96.0; AVX-512's 2048^3 took 135.1 in blocks of
+// 2048 columns, 139.4 in blocks of 1024.
+template <class G, class T>
+std::int64_t gemm_block_columns(std::int64_t depth) {
+  const std::int64_t fit = l2_cache_bytes() / 2 / (depth * static_cast<std::int64_t>(sizeof(T))) / G::nr * G::nr;
+  return std::clamp<std::int64_t>(fit, (512 + G::nr - 1) / G::nr * G::nr, G::nc);
+}
+
 // C = A * B in G's tiles, for k > 0. `pass_blocks`: the summation blocks
-// per pass over C where given (tests), the machine's choice where 0.
+// per pass over C, and `columns_per_block` the columns of a packed block of
+// B, where given (tests); the machine's choice where 0.
 template <class G, class T>
 void gemm_blocks(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a, strided_matrix<T> b, T* c,
-                 std::int64_t ldc, epilogue_ref epilogue, std::int64_t pass_blocks = 0) {
+                 std::int64_t ldc, epilogue_ref epilogue, std::int64_t pass_blocks = 0,
+                 std::int64_t columns_per_block = 0) {
   // Summation blocks of equal depth: no thin remainder block, which would
   // run the micro-kernel at a fraction of its speed. Passes of whole blocks.
   const std::int64_t blocks = (k + G::block_depth - 1) / G::block_depth;
   const std::int64_t sum_block = (k + blocks - 1) / blocks;
   const std::int64_t k_block = sum_block * (pass_blocks > 0 ? pass_blocks : gemm_pass_blocks<G, T>(sum_block));
+  const std::int64_t block_columns =
+      columns_per_block > 0 ? columns_per_block : gemm_block_columns<G, T>(std::min(k, k_block));
   // Row blocks of whole panels of A, as equal as panels allow, as many as a
   // multiple of the threads: 11 blocks of 96 rows of a 1024-row product kept
   // one of two threads idle a sixth of the time.
@@ -327,8 +345,8 @@ void gemm_blocks(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
   // by the calling thread alone when run inside a parallel_for's chunk.
   auto columns = [&](std::int64_t first_col, std::int64_t last_col) {
     auto& packed_b = packing_buffer<T>(0);
-    for (std::int64_t jc = first_col; jc < last_col; jc += G::nc) {
-      std::int64_t nc = std::min(G::nc, last_col - jc);
+    for (std::int64_t jc = first_col; jc < last_col; jc += block_columns) {
+      std::int64_t nc = std::min(block_columns, last_col - jc);
       std::int64_t panels_b = (nc + G::nr - 1) / G::nr;
       // A panel of A that meets one or two panels of B, or whose rows are
       // contiguous, is read in place: packing would cost more (6% of the
