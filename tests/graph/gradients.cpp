@@ -42,6 +42,25 @@ TEST_CASE("grad(jit(f)), jit(grad(f)) and mixed programs give the eager gradient
   test::check_values(mb, pb, "eager ops around a static graph: b");
 }
 
+TEST_CASE("the two sides of an addition share one adjoint, also where one is accumulated again") {
+  // relu(x w + b): the group's backward pass writes one adjoint for the
+  // product and the broadcast bias. relu(p + q) * c: p and q have the
+  // group's shape, so both gradients hold the same tensor, and p's is then
+  // accumulated with the 3 from p * 3, which must not reach q's.
+  auto layer = jit([](auto x, auto w, auto b) { return relu(matmul(x, w) + b) * 1.5; });
+  test::check_gradients([&](const auto& v) { return layer(v[0], v[1], v[2]); },
+                        {seeded({5, 4}, 11), seeded({4, 3}, 12), seeded({3}, 13)}, "relu(x w + b)");
+  auto shared = [](auto p, auto q, auto c) { return sum(relu(p + q) * c) + sum(p * 3); };
+  tensor<double> p = seeded({4, 6}, 14), q = seeded({4, 6}, 15), c = seeded({4, 6}, 16);
+  auto [ep, eq, ec] = grad(shared, all_args)(p, q, c);
+  auto [sp, sq, sc] = grad(jit(shared), all_args)(p, q, c);
+  test::check_values(sp, ep, "d/dp");
+  test::check_values(sq, eq, "d/dq");
+  test::check_values(sc, ec, "d/dc");
+  test::check_gradients([&](const auto& v) { return jit(shared)(v[0], v[1], v[2]); }, {p, q, c},
+                        "sum(relu(p + q) * c) + sum(p * 3)");
+}
+
 TEST_CASE("a captured tensor that requires a gradient receives it") {
   parameter<double> w(seeded({3}, 7));
   auto f = jit([&w](auto x) { return x * w + w; });

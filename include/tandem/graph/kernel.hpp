@@ -60,6 +60,36 @@ struct group_kernel {
     return found;
   }();
 
+  // For each operand, the operand whose adjoint always equals its own:
+  // itself, or, for the right side of an addition whose two sides are
+  // operands read nowhere else, the left side. An addition hands its
+  // gradient unchanged to both sides, so the backward pass of
+  // relu(x W + b) need not write the same adjoint for the product and for
+  // the bias (group_backward.hpp).
+  static constexpr std::array<std::size_t, n_operands> adjoint_shared_with = [] {
+    constexpr auto& table = layout::table;
+    auto operand_read_by = [&](std::size_t slot) {
+      if (table.kind[slot] == leaf_kind::pure) return table.position[slot];
+      if (table.kind[slot] == leaf_kind::tensor) return n_pure + table.position[slot];
+      return n_operands;
+    };
+    std::array<std::size_t, n_operands> shared{}, reads{};
+    for (std::size_t j = 0; j < n_operands; ++j) shared[j] = j;
+    for (std::size_t slot = 0; slot < table.first_slot[n_classes]; ++slot)
+      if (const std::size_t j = operand_read_by(slot); j < n_operands) ++reads[j];
+    std::size_t i = 0;
+    for_each_type<typename layout::classes>([&]<class P>(std::type_identity<P>) {
+      if constexpr (std::is_same_v<typename node_traits<P>::op, add_op>) {
+        const std::size_t left = operand_read_by(table.first_slot[i]);
+        const std::size_t right = operand_read_by(table.first_slot[i] + 1);
+        if (left < n_operands && right < n_operands && left != right && reads[left] == 1 && reads[right] == 1)
+          shared[right] = left;
+      }
+      ++i;
+    });
+    return shared;
+  }();
+
   std::array<compute_type, n_constants> constants{};
 
   template <class V, class... Rest>

@@ -7,8 +7,9 @@
 namespace tandem::detail {
 
 // One pass over the group's output writes the adjoint of every floating
-// operand (the forward is recomputed in registers, never stored); each is
-// then summed over the axes its operand was broadcast along. On a device,
+// operand (the forward is recomputed in registers, never stored), once for
+// operands whose adjoints are equal (the two sides of an addition); each
+// is then summed over the axes its operand was broadcast along. On a device,
 // the pass is one launch of the group's adjoint kernel (on_device.hpp).
 template <class Root, class Inputs, bool OnDevice>
 template <class Kernel, class G, class Operands>
@@ -16,13 +17,15 @@ void executor<Root, Inputs, OnDevice>::group_backward(const Kernel& kernel, cons
                                             const shape& out_shape) {
   using C = typename Kernel::compute_type;
   constexpr auto wanted = floating_operand_positions<Operands>();
-  constexpr std::size_t m = wanted.size();
+  constexpr auto writers = adjoint_writers<Kernel, Operands>();
+  constexpr std::size_t m = writers.size();
   if constexpr (m > 0) {
     tensor<C> seed = converted<C>(g);
     std::array<tensor<C>, m> adjoint;
     for (std::size_t k = 0; k < m; ++k) adjoint[k] = tensor<C>(out_shape, device_);
-    [&]<std::size_t... F, std::size_t... J>(std::index_sequence<F...>, std::index_sequence<J...>) {
-      gather_adjoints<Kernel, wanted[F]...> op{kernel};
+    [&]<std::size_t... F, std::size_t... J, std::size_t... W>(std::index_sequence<F...>, std::index_sequence<J...>,
+                                                              std::index_sequence<W...>) {
+      gather_adjoints<Kernel, adjoint_writers<Kernel, Operands>()[F]...> op{kernel};
       static_assert(std::is_same_v<row_signature<C, C, decltype(op), output_set<C, m>, C,
                                                  value_of_t_tensor<std::tuple_element_t<J, Operands>>...>,
                                    typename group_rows<Root, typename Kernel::group_class>::adjoint>,
@@ -42,8 +45,11 @@ void executor<Root, Inputs, OnDevice>::group_backward(const Kernel& kernel, cons
                             operand<value_of_t_tensor<std::tuple_element_t<J, Operands>>>{
                                 std::get<J>(operands).data(), broadcast_strides(std::get<J>(operands), out_shape)}...);
       }
-      (send_adjoint<wanted[F]>(adjoint[F], operands, keys), ...);
-    }(std::make_index_sequence<m>{}, std::make_index_sequence<std::tuple_size_v<Operands>>{});
+      // Operands sharing an adjoint share its tensor: accumulate_gradient
+      // adds into a gradient in place only where nothing else holds it.
+      (send_adjoint<wanted[W]>(adjoint[adjoint_written_at<Kernel, Operands>(wanted[W])], operands, keys), ...);
+    }(std::make_index_sequence<m>{}, std::make_index_sequence<std::tuple_size_v<Operands>>{},
+      std::make_index_sequence<wanted.size()>{});
   }
 }
 

@@ -53,6 +53,44 @@ constexpr auto floating_operand_positions() {
   }(std::make_index_sequence<std::tuple_size_v<Operands>>{});
 }
 
+// Whether a group's backward pass writes operand J's adjoint itself: not
+// where it equals that of another floating operand (group_kernel's
+// adjoint_shared_with), which the pass writes instead.
+template <class Kernel, class Operands>
+constexpr bool writes_own_adjoint(std::size_t j) {
+  const std::size_t shared = Kernel::adjoint_shared_with[j];
+  if (shared == j) return true;
+  for (const std::size_t w : floating_operand_positions<Operands>())
+    if (w == shared) return false;
+  return true;
+}
+
+// The floating operands whose adjoints a group's backward pass writes.
+template <class Kernel, class Operands>
+constexpr auto adjoint_writers() {
+  constexpr auto wanted = floating_operand_positions<Operands>();
+  constexpr std::size_t count = [&] {
+    std::size_t n = 0;
+    for (const std::size_t w : wanted) n += writes_own_adjoint<Kernel, Operands>(w);
+    return n;
+  }();
+  std::array<std::size_t, count> writers{};
+  std::size_t k = 0;
+  for (const std::size_t w : wanted)
+    if (writes_own_adjoint<Kernel, Operands>(w)) writers[k++] = w;
+  return writers;
+}
+
+// Which of adjoint_writers' outputs holds floating operand J's adjoint.
+template <class Kernel, class Operands>
+constexpr std::size_t adjoint_written_at(std::size_t j) {
+  const std::size_t source = writes_own_adjoint<Kernel, Operands>(j) ? j : Kernel::adjoint_shared_with[j];
+  constexpr auto writers = adjoint_writers<Kernel, Operands>();
+  std::size_t k = 0;
+  while (writers[k] != source) ++k;
+  return k;
+}
+
 // The rows of the group computing class R: `forward` writes its value (T
 // from the group's leaves, computed in C); `adjoint` writes the adjoint of
 // each floating leaf from the gradient of its value (void where no leaf
@@ -66,6 +104,7 @@ struct group_rows {
   using C = typename kernel::compute_type;
   using operands = group_operand_tensors_t<Root, R>;
   static constexpr auto wanted = floating_operand_positions<operands>();
+  static constexpr auto writers = adjoint_writers<kernel, operands>();
 
   // (Helpers of the aliases below; public, since clang checks their access
   // where an alias is used.)
@@ -79,8 +118,8 @@ struct group_rows {
   static auto adjoint_row() {
     return []<std::size_t... F>(std::index_sequence<F...>) {
       if constexpr (sizeof...(F) == 0) return std::type_identity<void>{};
-      else return row<C, C, gather_adjoints<kernel, wanted[F]...>, output_set<C, sizeof...(F)>, C>();
-    }(std::make_index_sequence<wanted.size()>{});
+      else return row<C, C, gather_adjoints<kernel, writers[F]...>, output_set<C, sizeof...(F)>, C>();
+    }(std::make_index_sequence<writers.size()>{});
   }
   template <class S>
   static auto one_pass_row() {
