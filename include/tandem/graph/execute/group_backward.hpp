@@ -25,6 +25,7 @@ void executor<Root, Inputs, OnDevice>::group_backward(const Kernel& kernel, cons
     for (std::size_t k = 0; k < m; ++k) adjoint[k] = tensor<C>(out_shape, device_);
     [&]<std::size_t... F, std::size_t... J, std::size_t... W>(std::index_sequence<F...>, std::index_sequence<J...>,
                                                               std::index_sequence<W...>) {
+      // (`writers[F]` here stops GCC 12 with an internal compiler error.)
       gather_adjoints<Kernel, adjoint_writers<Kernel, Operands>()[F]...> op{kernel};
       static_assert(std::is_same_v<row_signature<C, C, decltype(op), output_set<C, m>, C,
                                                  value_of_t_tensor<std::tuple_element_t<J, Operands>>...>,
