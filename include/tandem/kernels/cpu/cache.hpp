@@ -12,30 +12,31 @@
 
 namespace tandem::detail {
 
+// The size the system reports for the cache of `level` (1: L1 data, 2, 3),
+// in bytes, or 0 where it reports none.
+inline std::int64_t reported_cache_bytes(int level) {
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE) && defined(_SC_LEVEL3_CACHE_SIZE)
+  const long reported =
+      sysconf(level == 1 ? _SC_LEVEL1_DCACHE_SIZE : level == 2 ? _SC_LEVEL2_CACHE_SIZE : _SC_LEVEL3_CACHE_SIZE);
+  return reported > 0 ? static_cast<std::int64_t>(reported) : 0;
+#else
+  (void)level;
+  return 0;
+#endif
+}
+
 // The CPU's L1 data cache per core, in bytes (32 KiB where the system does
 // not say).
 inline std::int64_t l1_data_cache_bytes() {
-  static const std::int64_t bytes = [] {
-#if defined(_SC_LEVEL1_DCACHE_SIZE)
-    const long reported = sysconf(_SC_LEVEL1_DCACHE_SIZE);
-    if (reported >= 4096) return static_cast<std::int64_t>(reported);
-#endif
-    return std::int64_t{32768};
-  }();
-  return bytes;
+  static const std::int64_t reported = reported_cache_bytes(1);
+  return reported >= 4096 ? reported : std::int64_t{32768};
 }
 
 // The CPU's L2 cache per core, in bytes (1 MiB where the system does not
 // say).
 inline std::int64_t l2_cache_bytes() {
-  static const std::int64_t bytes = [] {
-#if defined(_SC_LEVEL2_CACHE_SIZE)
-    const long reported = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    if (reported >= 65536) return static_cast<std::int64_t>(reported);
-#endif
-    return std::int64_t{1} << 20;
-  }();
-  return bytes;
+  static const std::int64_t reported = reported_cache_bytes(2);
+  return reported >= 65536 ? reported : std::int64_t{1} << 20;
 }
 
 // Outputs larger than this are written with streaming stores. A cached
@@ -51,12 +52,9 @@ inline std::int64_t l2_cache_bytes() {
 inline std::int64_t streaming_output_bytes() {
   static const std::int64_t bytes = [] {
     constexpr std::int64_t most = std::int64_t{32} << 20;
-#if defined(_SC_LEVEL3_CACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
-    long reported = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (reported <= 0) reported = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    if (reported >= 65536) return std::min(most, static_cast<std::int64_t>(reported) / 2);
-#endif
-    return most;
+    std::int64_t reported = reported_cache_bytes(3);
+    if (reported == 0) reported = reported_cache_bytes(2);
+    return reported >= 65536 ? std::min(most, reported / 2) : most;
   }();
   return bytes;
 }
