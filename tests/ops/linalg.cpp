@@ -100,8 +100,12 @@ TEST_CASE("matmul gives the same bits for any thread count") {
   // Three threads split the columns of a product with few rows (250) or
   // with A no larger than B (700 x 70 x 720), and the rows of a tall one
   // (700 x 70 x 300).
-  for (const auto& [m, k, n] : {std::array<std::int64_t, 3>{250, 300, 200}, std::array<std::int64_t, 3>{700, 70, 720},
-                                std::array<std::int64_t, 3>{700, 70, 300}}) {
+  for (const std::array<std::int64_t, 3>& shape : {std::array<std::int64_t, 3>{250, 300, 200},
+                                                  std::array<std::int64_t, 3>{700, 70, 720},
+                                                  std::array<std::int64_t, 3>{700, 70, 300}}) {
+    // Named copies, not a structured binding: clang 14 cannot capture one
+    // in INFO's lambda.
+    const std::int64_t m = shape[0], k = shape[1], n = shape[2];
     INFO(m, "x", k, "x", n);
     tensor<float> a = test::random_tensor<float>({m, k}, -1, 1, 8);
     tensor<float> b = test::random_tensor<float>({k, n}, -1, 1, 9);
