@@ -14,6 +14,7 @@
 //               over 4M floats;
 //   call_*      a cached 10-node graph on 16-element tensors: the cost of a
 //               call, static (and static `into` a buffer) against eager;
+//               call_one_op_* the same for a graph of one op, x + y;
 //   layer_*     matmul alone and relu(matmul + bias) as static graphs, at
 //               m x k x n = 128x784x256 and 128x256x10: what a matmul
 //               epilogue could save (the second minus the first).
@@ -277,6 +278,18 @@ void call_eager(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(bench::ten_nodes(x, y).data());
 }
 
+// The same for a graph of one op, x + y: what a call costs besides its op.
+void call_one_op_static(benchmark::State& state) {
+  tensor<float> x = input(16, 1), y = input(16, 2);
+  auto f = jit([](auto a, auto b) { return a + b; });
+  for (auto _ : state) benchmark::DoNotOptimize(f(x, y).data());
+}
+
+void call_one_op_eager(benchmark::State& state) {
+  tensor<float> x = input(16, 1), y = input(16, 2);
+  for (auto _ : state) benchmark::DoNotOptimize((x + y).data());
+}
+
 void layer_args(benchmark::internal::Benchmark* b) {
   b->Args({128, 784, 256})->Args({128, 256, 10});
 }
@@ -310,5 +323,7 @@ BENCHMARK(chain_eager)->UseRealTime();
 BENCHMARK(call_static);
 BENCHMARK(call_static_into);
 BENCHMARK(call_eager);
+BENCHMARK(call_one_op_static);
+BENCHMARK(call_one_op_eager);
 
 BENCHMARK_MAIN();

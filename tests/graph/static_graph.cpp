@@ -205,6 +205,18 @@ TEST_CASE("plans are cached per signature; scalars never build a new plan") {
   REQUIRE(stats.signatures.size() == 3);
   CHECK(stats.signatures[0] == "float32[3]@cpu");
   CHECK(stats.signatures[1] == "float32[2, 3]@cpu");
+  // A call is compared in place with the last signature found: repeats,
+  // switches between known signatures, and a new element type of a known
+  // shape are each counted as their own.
+  f(a);
+  f(a);
+  f(b);
+  f(a);
+  f(a.astype<double>());
+  stats = f.statistics();
+  CHECK(stats.misses == 4);
+  CHECK(stats.hits == 5);
+  CHECK(stats.signatures[3] == "float64[3]@cpu");
 }
 
 TEST_CASE("shape errors found while planning name the op and the shapes") {

@@ -89,8 +89,15 @@ class small_vector {
   const T* begin() const { return data(); }
   const T* end() const { return data() + size_; }
 
+  // A loop, not std::equal's call to memcmp: shapes are compared on every
+  // op, and are a few elements long.
   friend bool operator==(const small_vector& a, const small_vector& b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+    if (a.size_ != b.size_) return false;
+    const T* x = a.data();
+    const T* y = b.data();
+    for (std::size_t i = 0; i < a.size_; ++i)
+      if (x[i] != y[i]) return false;
+    return true;
   }
 
  private:

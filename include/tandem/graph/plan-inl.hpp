@@ -50,6 +50,12 @@ TANDEM_LIBRARY_FUNCTION plan_cache::plan_cache() : entries_(std::make_unique<ent
 
 TANDEM_LIBRARY_FUNCTION plan_cache::~plan_cache() = default;
 
+TANDEM_LIBRARY_FUNCTION const signature* plan_cache::last_found() const {
+  return entries_->last_found.load(std::memory_order_acquire);
+}
+
+TANDEM_LIBRARY_FUNCTION void plan_cache::count_hit() { entries_->hits.fetch_add(1, std::memory_order_relaxed); }
+
 TANDEM_LIBRARY_FUNCTION bool plan_cache::known(const signature& key) {
   entries& e = *entries_;
   const signature* last = e.last_found.load(std::memory_order_acquire);

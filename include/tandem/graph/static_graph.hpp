@@ -229,13 +229,12 @@ class static_graph {
     // with jit disabled.
     if (!detail::one_value_per_shared_class(root)) return assign_output(out, f_(a...));
     using inputs_type = std::tuple<const A&...>;
-    detail::signature signature = detail::signature_of(a...);
-    bool known = cache_->known(signature);
+    bool known = cache_->known_call(a...);
     inputs_type inputs{a...};
     detail::executor<decltype(root), inputs_type, OnDevice> exec(inputs, false, nullptr, true, where);
     exec.write_into(output_keys(root)[0], out);
     auto output = detail::apply_operands([&](const auto& o) { return exec.value(o); }, root.children);
-    if (!known) remember<decltype(root)>(signature);
+    if (!known) remember<decltype(root)>(detail::signature_of(a...));
     if (exec.wrote_into_destination()) out.storage()->bump_version();
     else assign_output(out, output);
   }
@@ -247,8 +246,7 @@ class static_graph {
     static_assert(keys.size() == 1, "tandem::jit: a training step's function must return one value, its loss");
     if (!detail::one_value_per_shared_class(root)) return eager_value_and_gradients(a...);
     const void* key = keys[0];
-    detail::signature signature = detail::signature_of(a...);
-    bool known = cache_->known(signature);
+    bool known = cache_->known_call(a...);
     using inputs_type = std::tuple<const A&...>;
     using exec_type = detail::executor<decltype(root), inputs_type, OnDevice>;
     inputs_type inputs{a...};
@@ -258,7 +256,7 @@ class static_graph {
     auto output = detail::apply_operands([&](const auto& loss) { return exec->value(loss); }, root.children);
     static_assert(std::is_floating_point_v<typename decltype(output)::value_type>,
                   "tandem::jit: a training step's loss must be a float or double tensor");
-    if (!known) remember<decltype(root)>(signature);
+    if (!known) remember<decltype(root)>(detail::signature_of(a...));
     exec->backward({{key, detail::any_tensor(ones_like(output))}});
     return std::pair{output, detail::captured_gradients(std::move(run), exec->captured())};
   }
@@ -273,8 +271,7 @@ class static_graph {
     // with jit disabled.
     if (!detail::one_value_per_shared_class(root)) return f_(a...);
 
-    detail::signature signature = detail::signature_of(a...);
-    bool known = cache_->known(signature);
+    bool known = cache_->known_call(a...);
     bool recording = is_grad_enabled() && (detail::input_requires_grad(a) || ... || detail::reads_captured<root_type>());
     inputs_type inputs{a...};
     // Types that name the graph type never reach std::make_shared, std::tuple
@@ -285,13 +282,13 @@ class static_graph {
     using exec_type = detail::executor<root_type, inputs_type, OnDevice>;
     exec_type exec(inputs, recording, seeded, unit_seed_value_read, where);
     auto outputs = detail::apply_operands([&](const auto&... out) { return std::tuple{exec.value(out)...}; }, root.children);
-    if (!known) remember<decltype(root)>(signature);
+    if (!known) remember<decltype(root)>(detail::signature_of(a...));
     if (recording) {
       std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(std::move(exec))));
       const auto& kept = static_cast<const exec_type&>(*run);
       connect(std::move(run), kept.captured(), output_keys(root), outputs, a...);
     }
-    if constexpr (std::tuple_size_v<decltype(outputs)> == 1) return std::get<0>(outputs);
+    if constexpr (std::tuple_size_v<decltype(outputs)> == 1) return std::move(std::get<0>(outputs));
     else return outputs;
   }
 

@@ -204,6 +204,13 @@ inline constexpr auto reads_v = reads_of_graph<Root>();
 template <class Root, class C>
 inline constexpr std::size_t edge_count_v = reads_v<Root>.edges[position_in<all_classes<Root>, C>];
 
+// Whether the only reader of C is the graph's root (its outputs), through
+// one slot.
+template <class Root, class C>
+inline constexpr bool read_only_by_outputs =
+    edge_count_v<Root, C> == 1 &&
+    reads_v<Root>.first_reader[position_in<all_classes<Root>, C>] == position_in<all_classes<Root>, Root>;
+
 template <class Root, class C>
 inline constexpr bool materialized_v = [] {
   if constexpr (!node_traits<C>::is_map) {

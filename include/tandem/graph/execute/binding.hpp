@@ -44,8 +44,8 @@ void executor<Root, Inputs, OnDevice>::bind_slot(const sym<C>& c, Kernel& kernel
     constexpr std::size_t at = Kernel::n_pure + Kernel::layout::table.position[s];
     keys[at] = key_of(c);
     if constexpr (at == Skip) {
-      product.a = value(operand_at<0>(c.node().children));
-      product.b = value(operand_at<1>(c.node().children));
+      product.a = value_or_input(operand_at<0>(c.node().children));
+      product.b = value_or_input(operand_at<1>(c.node().children));
       product.key_a = key_of(operand_at<0>(c.node().children));
       product.key_b = key_of(operand_at<1>(c.node().children));
       if (for_backward_) {
@@ -53,7 +53,7 @@ void executor<Root, Inputs, OnDevice>::bind_slot(const sym<C>& c, Kernel& kernel
         product.grad_b = needs_gradient(operand_at<1>(c.node().children));
       }
     } else {
-      std::get<at>(operands) = value(c);
+      std::get<at>(operands) = value_or_input(c);
     }
   }
 }
@@ -67,7 +67,7 @@ void executor<Root, Inputs, OnDevice>::bind_leaves(const sym<R>& s, Kernel& kern
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     auto one = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) {
       using L = typename Kernel::layout::template pure_leaf<J>;
-      std::get<J>(operands) = value(sym<L>{});
+      std::get<J>(operands) = value_or_input(sym<L>{});
       keys[J] = key_of(sym<L>{});
     };
     (one(std::integral_constant<std::size_t, I>{}), ...);

@@ -88,21 +88,29 @@ class executor final : public graph_run {
       // must be recorded once.
       if constexpr (is_control_output_node<N>)
         if (!for_backward_) return read_control_output(s, key);
-      if (any_tensor* found = memo_.find(key)) return std::get<tensor<T>>(*found);
-      tensor<T> result;
-      if constexpr (fused_summation<Root, N>()) {
-        if constexpr (OnDevice) result = run_summation_on_device(s, key);
-        else result = run_summation(s, key);
-      } else if constexpr (is_control_output_node<N>) {
-        result = read_control_output(s, key);
-      } else if constexpr (node_traits<N>::is_apply) {
-        result = run_apply(s, key);
-      } else if constexpr (OnDevice) {
-        result = run_group_on_device(s, key);
-      } else {
-        result = run_group(s, key);
-      }
-      memo_.emplace(key, result);
+      // A value that only the graph's outputs read is asked for once per
+      // run: it is not kept (the memo's entry cost a cached call of
+      // jit(x + y) a tenth of its instructions).
+      constexpr bool asked_once = read_only_by_outputs<Root, N>;
+      if constexpr (!asked_once)
+        if (any_tensor* found = memo_.find(key)) return std::get<tensor<T>>(*found);
+      // Initialized by the strategy's result, not assigned to: a default
+      // tensor and a move were a tenth of jit(x + y)'s call.
+      tensor<T> result = [&] {
+        if constexpr (fused_summation<Root, N>()) {
+          if constexpr (OnDevice) return run_summation_on_device(s, key);
+          else return run_summation(s, key);
+        } else if constexpr (is_control_output_node<N>) {
+          return read_control_output(s, key);
+        } else if constexpr (node_traits<N>::is_apply) {
+          return run_apply(s, key);
+        } else if constexpr (OnDevice) {
+          return run_group_on_device(s, key);
+        } else {
+          return run_group(s, key);
+        }
+      }();
+      if constexpr (!asked_once) memo_.emplace(key, result);
       return result;
     }
   }

@@ -21,6 +21,8 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& 
   group_operand_tensors_t<Root, R> operands;
   operand_keys keys;
   shape out_shape;
+  // Where every operand is contiguous and of one shape, the loop runs flat.
+  bool flat = false;
   std::optional<tensor<T>> done;
   constexpr std::size_t product_slot = kernel_type::layout::product;
   if constexpr (product_slot != no_product) {
@@ -28,9 +30,17 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& 
     product_operands<value_of_t_tensor<std::tuple_element_t<at, decltype(operands)>>> product;
     bind_leaves<at>(s, kernel, operands, keys, product);
     done = multiply_then_group<at, T>(kernel, product, operands, keys[at], out_shape);
+    if (!done) flat = std::apply([](const auto&... t) { return common_contiguous_shape(t...) != nullptr; }, operands);
   } else {
     bind_leaves(s, kernel, operands, keys);
-    out_shape = std::apply([](const auto&... t) { return broadcast_all<kernel_type>(t...); }, operands);
+    // Operands of one shape, the common case, need no broadcast (as in eager_map).
+    out_shape = std::apply(
+        [&](const auto&... t) {
+          const shape* common = common_contiguous_shape(t...);
+          flat = common != nullptr;
+          return flat ? *common : broadcast_all<kernel_type>(t...);
+        },
+        operands);
   }
   tensor<T> out = done ? *done : output_of_group<T>(key, out_shape, operands);
   if (!done) {
@@ -39,7 +49,7 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& 
           static_assert(std::is_same_v<row_signature<T, C, kernel_type, T*, value_of_t_tensor<decltype(t)>...>,
                                        typename group_rows<Root, R>::forward>,
                         "tandem internal: graph/execute/rows.hpp must name the row a group runs");
-          if (common_contiguous_shape(t...) && out.is_contiguous())
+          if (flat && out.is_contiguous())
             elementwise_flat<T, C>(kernel, out.numel(), out.data(), flat_operand<value_of_t_tensor<decltype(t)>>{t.data(), 1}...);
           else
             elementwise<T, C>(kernel, out_shape, out.data(), dims(out.strides().begin(), out.strides().end()),

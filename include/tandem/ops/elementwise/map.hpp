@@ -147,8 +147,13 @@ const shape* common_contiguous_shape(const X&... x) {
   bool plain = true;
   auto visit = [&](const auto& operand) {
     if constexpr (is_tensor_v<std::decay_t<decltype(operand)>>) {
-      if (!common) common = &operand.shape();
-      plain = plain && operand.is_contiguous() && operand.shape() == *common;
+      if (!plain) return;
+      if (!common) {
+        common = &operand.shape();
+        plain = operand.is_contiguous();
+      } else {
+        plain = operand.is_contiguous() && operand.shape() == *common;
+      }
     }
   };
   (visit(x), ...);
