@@ -28,8 +28,22 @@ class small_vector {
   small_vector(It first, It last) {
     assign(first, last);
   }
-  small_vector(const small_vector& other) { copy(other); }
-  small_vector(small_vector&& other) noexcept { take(other); }
+  // Constructed as copies of the inline array, not zeroed and then assigned:
+  // every op copies its shapes and strides.
+  small_vector(const small_vector& other) : inline_(other.inline_), size_(other.size_) {
+    if (other.heap_) {
+      size_ = 0;
+      assign(other.begin(), other.end());
+    }
+  }
+  small_vector(small_vector&& other) noexcept
+      : inline_(other.inline_), heap_(std::move(other.heap_)), size_(other.size_) {
+    if (heap_) {
+      capacity_ = other.capacity_;
+      other.capacity_ = N;
+      other.size_ = 0;
+    }
+  }
   small_vector& operator=(const small_vector& other) {
     if (this != &other) copy(other);
     return *this;

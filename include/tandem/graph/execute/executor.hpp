@@ -277,6 +277,10 @@ class executor final : public graph_run {
   template <std::size_t Skip, class R, class Kernel, class Operands, class Product>
   void bind_leaves(const sym<R>& s, Kernel& kernel, Operands& operands, operand_keys& keys,
                    Product& product);
+  // The operands of a group whose every tensor leaf is pure (read by class:
+  // graph inputs, values computed once per class), built in one expression.
+  template <class Kernel, class Operands>
+  Operands pure_operands(operand_keys& keys);
   // A group without a product among its leaves. (An overload, not default
   // template arguments: nvcc's front end repeats those on the out-of-class
   // definition, which its host compiler then refuses.)

@@ -18,13 +18,18 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& 
   using T = value_of_t<R>;
   ++counters_.fused_loops;
   kernel_type kernel;
-  group_operand_tensors_t<Root, R> operands;
+  using operands_type = group_operand_tensors_t<Root, R>;
+  constexpr std::size_t product_slot = kernel_type::layout::product;
+  constexpr bool only_pure_leaves = product_slot == no_product && kernel_type::n_operands == kernel_type::n_pure;
   operand_keys keys;
+  operands_type operands = [&] {
+    if constexpr (only_pure_leaves) return pure_operands<kernel_type, operands_type>(keys);
+    else return operands_type{};
+  }();
   shape out_shape;
   // Where every operand is contiguous and of one shape, the loop runs flat.
   bool flat = false;
   std::optional<tensor<T>> done;
-  constexpr std::size_t product_slot = kernel_type::layout::product;
   if constexpr (product_slot != no_product) {
     constexpr std::size_t at = kernel_type::n_pure + product_slot;
     product_operands<value_of_t_tensor<std::tuple_element_t<at, decltype(operands)>>> product;
@@ -32,7 +37,12 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& 
     done = multiply_then_group<at, T>(kernel, product, operands, keys[at], out_shape);
     if (!done) flat = std::apply([](const auto&... t) { return common_contiguous_shape(t...) != nullptr; }, operands);
   } else {
-    bind_leaves(s, kernel, operands, keys);
+    if constexpr (only_pure_leaves) {
+      no_product_operands none;
+      bind_group<no_product>(s, kernel, operands, keys, none);
+    } else {
+      bind_leaves(s, kernel, operands, keys);
+    }
     // Operands of one shape, the common case, need no broadcast (as in eager_map).
     out_shape = std::apply(
         [&](const auto&... t) {
