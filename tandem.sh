@@ -4,7 +4,7 @@
 # whole test suite; `./tandem.sh bench` builds the benchmarks (into
 # build/release/bench) and runs each once; `./tandem.sh sanitize` runs the
 # suite under ASan and UBSan, `./tandem.sh clang` builds and runs it with clang, and
-# `./tandem.sh portable` for x86-64-v2 (SSE4.2, no AVX). `./tandem.sh tsan`
+# `./tandem.sh portable` with clang for x86-64-v2 (SSE4.2, no AVX). `./tandem.sh tsan`
 # runs the tests that start threads under ThreadSanitizer, and
 # `./tandem.sh fuzz [seconds]` each libFuzzer target (clang) for that long,
 # 60 s by default. `./tandem.sh demo --device cuda` and `./tandem.sh cuda`
@@ -99,7 +99,7 @@ case "${1:-}" in
     echo "tandem: benchmarks built and run once each (build/release/bench)"
     ;;
   sanitize | portable | tsan)
-    install_missing
+    if [ "$1" = portable ]; then install_missing clang; else install_missing; fi
     cmake --preset "$1" >/dev/null
     cmake --build --preset "$1" -j "$jobs"
     ctest --preset "$1" -j "$jobs"
