@@ -264,38 +264,56 @@ class static_graph {
   template <bool OnDevice, class... A, std::size_t... I>
   auto run(std::index_sequence<I...>, bool unit_seed, bool unit_seed_value_read, device where, const A&... a) const {
     auto root = trace(a...);
-    using root_type = decltype(root);
-    using inputs_type = std::tuple<const A&...>;
-
     // Two different values of one scalar-holding type (sharing.hpp): as
     // with jit disabled.
     if (!detail::one_value_per_shared_class(root)) return f_(a...);
+    return run_traced<OnDevice>(root, unit_seed, unit_seed_value_read, where, a...);
+  }
 
+  // run()'s graph, traced. (A function of its own so that its one return
+  // names its result: run()'s other return kept GCC from constructing the
+  // result in place, a move per call.)
+  template <bool OnDevice, class Root, class... A>
+  auto run_traced(const Root& root, bool unit_seed, bool unit_seed_value_read, device where, const A&... a) const {
+    using inputs_type = std::tuple<const A&...>;
     bool known = cache_->known_call(a...);
-    bool recording = is_grad_enabled() && (detail::input_requires_grad(a) || ... || detail::reads_captured<root_type>());
+    bool recording = is_grad_enabled() && (detail::input_requires_grad(a) || ... || detail::reads_captured<Root>());
     inputs_type inputs{a...};
     // Types that name the graph type never reach std::make_shared, std::tuple
     // or a shared_ptr conversion: GCC 12 checks those in time exponential in
     // the depth of the graph (30 steps of h*h+h took minutes).
     // The run lives on the stack unless the autograd graph keeps it.
     const void* seeded = unit_seed ? output_keys(root)[0] : nullptr;
-    using exec_type = detail::executor<root_type, inputs_type, OnDevice>;
+    using exec_type = detail::executor<Root, inputs_type, OnDevice>;
     exec_type exec(inputs, recording, seeded, unit_seed_value_read, where);
-    auto outputs = detail::apply_operands([&](const auto&... out) { return std::tuple{exec.value(out)...}; }, root.children);
-    if (!known) remember<decltype(root)>(detail::signature_of(a...));
+    // One output is returned as it was computed: moving it into and out of
+    // a tuple was a tenth of a cached call of jit(x + y).
+    constexpr bool one_output = std::tuple_size_v<decltype(output_keys(std::declval<const Root&>()))> == 1;
+    auto outputs = detail::apply_operands(
+        [&](const auto&... out) {
+          if constexpr (one_output) return exec.value(out...);
+          else return std::tuple{exec.value(out)...};
+        },
+        root.children);
+    if (!known) remember<Root>(detail::signature_of(a...));
     if (recording) {
       std::shared_ptr<detail::graph_run> run(static_cast<detail::graph_run*>(new exec_type(std::move(exec))));
       const auto& kept = static_cast<const exec_type&>(*run);
-      connect(std::move(run), kept.captured(), output_keys(root), outputs, a...);
+      if constexpr (one_output) {
+        auto tied = std::tie(outputs);
+        connect(std::move(run), kept.captured(), output_keys(root), tied, a...);
+      } else {
+        connect(std::move(run), kept.captured(), output_keys(root), outputs, a...);
+      }
     }
-    if constexpr (std::tuple_size_v<decltype(outputs)> == 1) return std::move(std::get<0>(outputs));
-    else return outputs;
+    return outputs;
   }
 
   // A call with a new signature: the signature, and the constructs whose
   // sub-graphs' runs statistics() counts.
   template <class Root>
   void remember(const detail::signature& signature) const {
+    static_assert(!std::is_reference_v<Root>, "tandem internal: remember() takes the graph's type, not a reference to it");
     cache_->insert(signature);
     detail::for_each_construct<Root>([&](const detail::construct_counters& c) { cache_->add_construct(&c); });
   }

@@ -76,17 +76,27 @@ void executor<Root, Inputs, OnDevice>::bind_leaves(const sym<R>& s, Kernel& kern
   bind_group<Skip>(s, kernel, operands, keys, product);
 }
 
-// Each operand is copied into the tuple once: default tensors assigned
-// afterwards, as bind_leaves does, cost a cached call of jit(x + y) about 300
-// of its 1,863 instructions.
+// A group of pure leaves binds each graph input by reference and each other
+// leaf by value, in one expression: copying the inputs into a tuple of
+// tensors was about 400 of the 1,717 instructions of a cached call of
+// jit(x + y), and default tensors assigned afterwards, as bind_leaves does,
+// cost another 300.
 template <class Root, class Inputs, bool OnDevice>
-template <class Kernel, class Operands>
-Operands executor<Root, Inputs, OnDevice>::pure_operands(operand_keys& keys) {
+template <class Kernel>
+auto executor<Root, Inputs, OnDevice>::pure_operands() {
   static_assert(Kernel::n_operands == Kernel::n_pure, "tandem internal: a group with data-holding leaves is bound by bind_leaves");
-  keys = operand_keys(Kernel::n_operands, nullptr);
   return [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((keys[I] = key_of(sym<typename Kernel::layout::template pure_leaf<I>>{})), ...);
-    return Operands{value_or_input(sym<typename Kernel::layout::template pure_leaf<I>>{})...};
+    return std::tuple<decltype(value_or_input(sym<typename Kernel::layout::template pure_leaf<I>>{}))...>{
+        value_or_input(sym<typename Kernel::layout::template pure_leaf<I>>{})...};
+  }(std::make_index_sequence<Kernel::n_pure>{});
+}
+
+// Their keys, which only a backward step reads.
+template <class Root, class Inputs, bool OnDevice>
+template <class Kernel>
+operand_keys executor<Root, Inputs, OnDevice>::pure_keys() {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return operand_keys{key_of(sym<typename Kernel::layout::template pure_leaf<I>>{})...};
   }(std::make_index_sequence<Kernel::n_pure>{});
 }
 

@@ -96,7 +96,7 @@ class executor final : public graph_run {
         if (any_tensor* found = memo_.find(key)) return std::get<tensor<T>>(*found);
       // Initialized by the strategy's result, not assigned to: a default
       // tensor and a move were a tenth of jit(x + y)'s call.
-      tensor<T> result = [&] {
+      auto compute = [&] {
         if constexpr (fused_summation<Root, N>()) {
           if constexpr (OnDevice) return run_summation_on_device(s, key);
           else return run_summation(s, key);
@@ -109,9 +109,14 @@ class executor final : public graph_run {
         } else {
           return run_group(s, key);
         }
-      }();
-      if constexpr (!asked_once) memo_.emplace(key, result);
-      return result;
+      };
+      if constexpr (asked_once) {
+        return compute();
+      } else {
+        tensor<T> result = compute();
+        memo_.emplace(key, result);
+        return result;
+      }
     }
   }
 
@@ -278,9 +283,11 @@ class executor final : public graph_run {
   void bind_leaves(const sym<R>& s, Kernel& kernel, Operands& operands, operand_keys& keys,
                    Product& product);
   // The operands of a group whose every tensor leaf is pure (read by class:
-  // graph inputs, values computed once per class), built in one expression.
-  template <class Kernel, class Operands>
-  Operands pure_operands(operand_keys& keys);
+  // graph inputs, values computed once per class), and their keys.
+  template <class Kernel>
+  auto pure_operands();
+  template <class Kernel>
+  operand_keys pure_keys();
   // A group without a product among its leaves. (An overload, not default
   // template arguments: nvcc's front end repeats those on the out-of-class
   // definition, which its host compiler then refuses.)

@@ -22,8 +22,10 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& 
   constexpr std::size_t product_slot = kernel_type::layout::product;
   constexpr bool only_pure_leaves = product_slot == no_product && kernel_type::n_operands == kernel_type::n_pure;
   operand_keys keys;
-  operands_type operands = [&] {
-    if constexpr (only_pure_leaves) return pure_operands<kernel_type, operands_type>(keys);
+  // A group of pure leaves reads the graph's inputs in place; a copy of
+  // each is taken only for a backward step.
+  auto operands = [&] {
+    if constexpr (only_pure_leaves) return pure_operands<kernel_type>();
     else return operands_type{};
   }();
   shape out_shape;
@@ -52,7 +54,11 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& 
         },
         operands);
   }
-  tensor<T> out = done ? *done : output_of_group<T>(key, out_shape, operands);
+  tensor<T> out = [&] {
+    if constexpr (product_slot != no_product)
+      if (done) return std::move(*done);
+    return output_of_group<T>(key, out_shape, operands);
+  }();
   if (!done) {
     std::apply(
         [&](const auto&... t) {
@@ -70,7 +76,9 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& 
   if constexpr (std::is_floating_point_v<T>) {
     if (for_backward_) {
       require_derivatives<kernel_type>();
-      steps_.push_back({key, [kernel, operands, keys, out_shape](executor& self, const any_tensor& g) {
+      if constexpr (only_pure_leaves) keys = pure_keys<kernel_type>();
+      steps_.push_back({key, [kernel, operands = operands_type(std::move(operands)), keys, out_shape](
+                                 executor& self, const any_tensor& g) {
                           self.group_backward(kernel, std::get<tensor<T>>(g), operands, keys, out_shape);
                         }});
     }
