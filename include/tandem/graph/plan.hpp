@@ -141,7 +141,7 @@ class plan_cache {
       count_hit();
       return true;
     }
-    return known(signature_of(a...));
+    return known_signature_of(a...);
   }
   // After a call whose signature was not known. Calls racing with one new
   // signature all find none; the first to get here adds it and counts the
@@ -154,6 +154,12 @@ class plan_cache {
 
  private:
   const signature* last_found() const;
+  // known_call's other path, kept out of it: inlined, building a signature
+  // made every call save six registers and clear an array on the stack.
+  template <class... A>
+  TANDEM_COLD bool known_signature_of(const A&... a) {
+    return known(signature_of(a...));
+  }
   void count_hit();
 
   // The signatures and the lock around them, in plan-inl.hpp: a translation unit

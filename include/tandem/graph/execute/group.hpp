@@ -28,7 +28,11 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& 
     if constexpr (only_pure_leaves) return pure_operands<kernel_type>();
     else return operands_type{};
   }();
+  // The output's shape: an operand's where all have one (not copied: the
+  // copy was a tenth of what jit(x + y) adds to the eager op), else
+  // out_shape.
   shape out_shape;
+  const shape* extent = &out_shape;
   // Where every operand is contiguous and of one shape, the loop runs flat.
   bool flat = false;
   std::optional<tensor<T>> done;
@@ -46,18 +50,21 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& 
       bind_leaves(s, kernel, operands, keys);
     }
     // Operands of one shape, the common case, need no broadcast (as in eager_map).
-    out_shape = std::apply(
+    std::apply(
         [&](const auto&... t) {
-          const shape* common = common_contiguous_shape(t...);
-          flat = common != nullptr;
-          return flat ? *common : broadcast_all<kernel_type>(t...);
+          if (const shape* common = common_contiguous_shape(t...)) {
+            flat = true;
+            extent = common;
+          } else {
+            out_shape = broadcast_all<kernel_type>(t...);
+          }
         },
         operands);
   }
   tensor<T> out = [&] {
     if constexpr (product_slot != no_product)
       if (done) return std::move(*done);
-    return output_of_group<T>(key, out_shape, operands);
+    return output_of_group<T>(key, *extent, operands);
   }();
   if (!done) {
     std::apply(
@@ -65,11 +72,12 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& 
           static_assert(std::is_same_v<row_signature<T, C, kernel_type, T*, value_of_t_tensor<decltype(t)>...>,
                                        typename group_rows<Root, R>::forward>,
                         "tandem internal: graph/execute/rows.hpp must name the row a group runs");
-          if (flat && out.is_contiguous())
+          // Only into()'s destination may be a strided view.
+          if (flat && (key != destination_key_ || out.is_contiguous()))
             elementwise_flat<T, C>(kernel, out.numel(), out.data(), flat_operand<value_of_t_tensor<decltype(t)>>{t.data(), 1}...);
           else
-            elementwise<T, C>(kernel, out_shape, out.data(), dims(out.strides().begin(), out.strides().end()),
-                              operand<value_of_t_tensor<decltype(t)>>{t.data(), broadcast_strides(t, out_shape)}...);
+            elementwise<T, C>(kernel, *extent, out.data(), dims(out.strides().begin(), out.strides().end()),
+                              operand<value_of_t_tensor<decltype(t)>>{t.data(), broadcast_strides(t, *extent)}...);
         },
         operands);
   }
@@ -77,9 +85,11 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& 
     if (for_backward_) {
       require_derivatives<kernel_type>();
       if constexpr (only_pure_leaves) keys = pure_keys<kernel_type>();
-      steps_.push_back({key, [kernel, operands = operands_type(std::move(operands)), keys, out_shape](
+      // Copied before the operands move: extent may point into one of them.
+      shape result_shape = *extent;
+      steps_.push_back({key, [kernel, operands = operands_type(std::move(operands)), keys, result_shape](
                                  executor& self, const any_tensor& g) {
-                          self.group_backward(kernel, std::get<tensor<T>>(g), operands, keys, out_shape);
+                          self.group_backward(kernel, std::get<tensor<T>>(g), operands, keys, result_shape);
                         }});
     }
   }
