@@ -28,9 +28,9 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& 
     if constexpr (only_pure_leaves) return pure_operands<kernel_type>();
     else return operands_type{};
   }();
-  // The output's shape: an operand's where all have one (not copied: the
-  // copy was a tenth of what jit(x + y) adds to the eager op), else
-  // out_shape.
+  // The output's shape: an operand's where all have one (referred to, as a
+  // copy per call was half of what jit(x + y) still added to the eager
+  // op), else out_shape.
   shape out_shape;
   const shape* extent = &out_shape;
   // Where every operand is contiguous and of one shape, the loop runs flat.
