@@ -79,6 +79,12 @@ struct control_run {
   std::optional<backward_function> backward;
 };
 
+// The tensors a run captured, by key. A call captures few (a layer's weight
+// and bias), so the first four stay in the map itself: allocating its table
+// was 340 of the 2,475 instructions of a cached call of jit(x * w), w
+// captured.
+using captured_tensors = key_map<any_tensor, 4>;
+
 // The gradients a finished backward left at a graph's captured tensors,
 // looked up by the leaf tensor a value was captured from. A tensor captured
 // at several places in the graph gets the sum of their gradients.
@@ -86,7 +92,7 @@ class captured_gradients {
  public:
   // None: a step that ran eagerly leaves its gradients in the tensors' .grad.
   captured_gradients() = default;
-  captured_gradients(std::shared_ptr<graph_run> run, const key_map<any_tensor>& captured) : run_(std::move(run)) {
+  captured_gradients(std::shared_ptr<graph_run> run, const captured_tensors& captured) : run_(std::move(run)) {
     captured_.reserve(captured.size());
     captured.for_each([&](const void* key, const any_tensor& value) { captured_.emplace_back(key, value); });
   }

@@ -362,7 +362,7 @@ class static_graph {
 
   template <class Outputs, std::size_t N, class... A>
   void connect(std::shared_ptr<detail::graph_run> run,
-               const detail::key_map<detail::any_tensor>& captured,
+               const detail::captured_tensors& captured,
                const std::array<const void*, N>& output_keys, Outputs& outputs, const A&... a) const {
     std::vector<std::shared_ptr<detail::node>> edges;
     std::vector<const void*> keys;

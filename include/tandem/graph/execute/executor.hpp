@@ -164,7 +164,7 @@ class executor final : public graph_run {
     return gradients_.find(key);
   }
   // The captured tensors read by this run, by key.
-  const key_map<any_tensor>& captured() const { return captured_; }
+  const captured_tensors& captured() const { return captured_; }
   const run_counters& counters() const { return counters_; }
 
   // static_graph::into: the tensor the value of `key` is to be written into.
@@ -387,7 +387,7 @@ class executor final : public graph_run {
   bool unit_seed_value_read_;
   key_map<any_tensor, 8> memo_;
   key_map<any_tensor> gradients_;
-  key_map<any_tensor> captured_;
+  captured_tensors captured_;
   key_map<bool> needs_gradient_;
   // Control-flow constructs' outputs' gradients, until the construct's
   // backward step. (Their outputs are in the memo, control_output_key.)
