@@ -46,16 +46,21 @@ struct epilogue_ref {
 };
 
 #if defined(__SSE2__) && !defined(__CUDA_ARCH__)
-// to[c * to_stride + r] = from[r * from_stride + c] for a 4x4 block.
-TANDEM_ALWAYS_INLINE void transpose_4x4(const float* from, std::int64_t from_stride, float* to,
-                                        std::int64_t to_stride) {
-  __m128 x0 = _mm_loadu_ps(from), x1 = _mm_loadu_ps(from + from_stride);
-  __m128 x2 = _mm_loadu_ps(from + 2 * from_stride), x3 = _mm_loadu_ps(from + 3 * from_stride);
+// to[c * to_stride + r] = row r's element c, for rows x0 to x3.
+TANDEM_ALWAYS_INLINE void store_transposed_4x4(__m128 x0, __m128 x1, __m128 x2, __m128 x3, float* to,
+                                               std::int64_t to_stride) {
   _MM_TRANSPOSE4_PS(x0, x1, x2, x3);
   _mm_storeu_ps(to, x0);
   _mm_storeu_ps(to + to_stride, x1);
   _mm_storeu_ps(to + 2 * to_stride, x2);
   _mm_storeu_ps(to + 3 * to_stride, x3);
+}
+
+// to[c * to_stride + r] = from[r * from_stride + c] for a 4x4 block.
+TANDEM_ALWAYS_INLINE void transpose_4x4(const float* from, std::int64_t from_stride, float* to,
+                                        std::int64_t to_stride) {
+  store_transposed_4x4(_mm_loadu_ps(from), _mm_loadu_ps(from + from_stride), _mm_loadu_ps(from + 2 * from_stride),
+                       _mm_loadu_ps(from + 3 * from_stride), to, to_stride);
 }
 #endif
 
