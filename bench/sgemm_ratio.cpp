@@ -28,12 +28,15 @@ using namespace tandem;
 
 namespace {
 
-// Each round starts after 0.2 s of sleep: the other library's threads (an
-// idle OpenBLAS worker spins for about 2^28 cycles, tandem's pool briefly)
-// have stopped competing for the cores by then.
+// With two threads each round starts after 0.2 s of sleep: the other
+// library's threads (an idle OpenBLAS worker spins for about 2^28 cycles,
+// tandem's pool briefly) have stopped competing for the cores by then. With
+// one thread nothing spins, and the sleep only added noise: on a shared
+// Zen 4, rounds that start from idle put the same build at 0.92-1.03 of
+// OpenBLAS where back-to-back rounds gave 0.97-0.99.
 template <class F>
-double gflops(F run, double flops) {
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+double gflops(F run, double flops, int threads) {
+  if (threads > 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   int iterations = 0;
   const auto start = std::chrono::steady_clock::now();
   double elapsed = 0;
@@ -76,7 +79,7 @@ int main(int argc, char** argv) {
       const double flops = 2.0 * static_cast<double>(s.m * s.k * s.n);
       std::vector<double> ours, theirs, ratio;
       for (int round = 0; round < rounds; ++round) {
-        ours.push_back(gflops([&] { c = matmul(a, b); }, flops));
+        ours.push_back(gflops([&] { c = matmul(a, b); }, flops, threads));
         theirs.push_back(gflops(
             [&] {
               cblas_sgemm(CblasRowMajor, s.a_transposed ? CblasTrans : CblasNoTrans,
@@ -85,7 +88,7 @@ int main(int argc, char** argv) {
                           b_stored.data(), static_cast<int>(s.b_transposed ? s.k : s.n), 0.0f, c.data(),
                           static_cast<int>(s.n));
             },
-            flops));
+            flops, threads));
         ratio.push_back(ours.back() / theirs.back());
       }
       std::printf("%lldx%lldx%lld%s%s, %d thread%s: tandem %.1f GFLOP/s, OpenBLAS %.1f GFLOP/s, ratio %.3f\n",
