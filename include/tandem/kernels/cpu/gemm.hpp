@@ -115,7 +115,8 @@ TANDEM_ALWAYS_INLINE void each_batch(F&& f) {
 template <class G, std::int64_t Live, class T, class Sums>
 void add_partial_tile(const Sums& acc, T* c, std::int64_t ldc, std::int64_t rows, std::int64_t cols, bool store) {
   alignas(64) T tile[Live * G::nr];
-  each_batch<Live, G::batches>([&](std::int64_t i, std::int64_t j) { acc[i][j].store_aligned(tile + i * G::nr + j * G::width); });
+  each_batch<Live, G::batches>(
+      [&](std::int64_t i, std::int64_t j) { acc[i][j].store_aligned(tile + i * G::nr + j * G::width); });
   for (std::int64_t i = 0; i < rows; ++i) {
     if (store)
       simd::copy_row(tile + i * G::nr, cols, c + i * ldc);
