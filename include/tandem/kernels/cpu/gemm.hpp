@@ -98,6 +98,11 @@ struct packed_a_panel {
   TANDEM_ALWAYS_INLINE T operator()(std::int64_t i, std::int64_t k) const { return a[k * MR + i]; }
 };
 
+// How many of a block's `steps` steps are even (the first, the third, ...):
+// where the odd ones start in a panel packed by parity (pack_panel_for),
+// and so where the micro-kernel reads them.
+constexpr std::int64_t even_steps(std::int64_t steps) { return (steps + 1) / 2; }
+
 // Calls f(i, j) for each batch of a Rows x Batches tile, as straight-line
 // code at every optimization level: under GCC 12's -O2 the per-block loops
 // over a 6 x 2 tile (clearing its sums, setting the even ones aside, adding
@@ -168,7 +173,7 @@ void micro_kernel(std::int64_t kc, std::int64_t block, const APanel a, const T* 
   const bool whole = rows == G::mr && cols == G::nr;
   for (std::int64_t first = 0; first < kc; first += block) {
     const std::int64_t last = std::min(kc, first + block);
-    const std::int64_t evens = (last - first + 1) / 2;
+    const std::int64_t evens = even_steps(last - first);
     sums acc;
     each_batch<Live, nb>([&](std::int64_t i, std::int64_t j) { acc[i][j] = batch(T(0)); });
     if constexpr (interleaved) {
@@ -334,7 +339,7 @@ void pack_panel_for(const strided_matrix<T>& m, std::int64_t row, std::int64_t c
   } else {
     const std::int64_t depth_stride = RowsOfA ? m.col_stride : m.row_stride;
     for (std::int64_t first = 0; first < depth; first += block) {
-      const std::int64_t size = std::min(block, depth - first), evens = (size + 1) / 2;
+      const std::int64_t size = std::min(block, depth - first), evens = even_steps(size);
       strided_matrix<T> steps{&m(RowsOfA ? row : row + first, RowsOfA ? col + first : col), m.row_stride,
                               m.col_stride};
       (RowsOfA ? steps.col_stride : steps.row_stride) = 2 * depth_stride;
