@@ -124,24 +124,33 @@ TEST_CASE("the depth's passes over C and the blocks of B do not change a product
   // 1000 steps are summed in 4 blocks of 250 whichever number of them one
   // pass over C covers, and B is packed in blocks of any number of panels
   // (the machine's caches decide both); 61 rows end in a panel of one row,
-  // 45 columns in a partial tile.
+  // 45 columns in a partial tile. A is read in place (its rows contiguous)
+  // or packed (a transposed view), and a pass's packed A serves several
+  // blocks of B where they are three panels wide.
   using detail::gemm_shape;
   constexpr std::int64_t nr = gemm_shape<double>::nr;
   for (const std::int64_t n : {std::int64_t{45}, std::int64_t{7 * nr}}) {
     const std::int64_t m = 61, k = 1000;
     const tensor<double> a = test::random_tensor<double>({m, k}, -1, 1, 10);
+    const tensor<double> a_by_columns = a.transpose(0, 1).contiguous();
     const tensor<double> b = test::random_tensor<double>({k, n}, -1, 1, 11);
     const std::vector<double> want = reference_matmul(a, b, m, k, n);
     std::vector<std::vector<double>> products;
-    for (const std::int64_t pass_blocks : {0, 1, 2, 3, 4}) {
-      for (const std::int64_t columns_per_block : {std::int64_t{0}, nr, 3 * nr}) {
-        INFO("blocks per pass: ", pass_blocks, ", columns per block of B: ", columns_per_block, ", ", m, "x", k, "x", n);
-        std::vector<double> c(static_cast<std::size_t>(m * n), -1.0);
-        detail::gemm_blocks<gemm_shape<double>>(m, n, k, {a.data(), k, 1}, {b.data(), n, 1}, c.data(), n,
-                                                {nullptr, [](const void*, const detail::gemm_block&) {}}, pass_blocks,
-                                                columns_per_block);
-        for (std::size_t i = 0; i < c.size(); ++i) REQUIRE(test::close(c[i], want[i], 1e-12, 1e-12 * k));
-        products.push_back(std::move(c));
+    for (const bool a_packed : {false, true}) {
+      const detail::strided_matrix<double> a_view =
+          a_packed ? detail::strided_matrix<double>{a_by_columns.data(), 1, m}
+                   : detail::strided_matrix<double>{a.data(), k, 1};
+      for (const std::int64_t pass_blocks : {0, 1, 2, 3, 4}) {
+        for (const std::int64_t columns_per_block : {std::int64_t{0}, nr, 3 * nr}) {
+          INFO("A packed: ", a_packed, ", blocks per pass: ", pass_blocks, ", columns per block of B: ",
+               columns_per_block, ", ", m, "x", k, "x", n);
+          std::vector<double> c(static_cast<std::size_t>(m * n), -1.0);
+          detail::gemm_blocks<gemm_shape<double>>(m, n, k, a_view, {b.data(), n, 1}, c.data(), n,
+                                                  {nullptr, [](const void*, const detail::gemm_block&) {}},
+                                                  pass_blocks, columns_per_block);
+          for (std::size_t i = 0; i < c.size(); ++i) REQUIRE(test::close(c[i], want[i], 1e-12, 1e-12 * k));
+          products.push_back(std::move(c));
+        }
       }
     }
     for (const auto& c : products) CHECK(c == products.front());
