@@ -2,12 +2,16 @@
 // under `valgrind --tool=callgrind` with N and 2N calls; the difference over
 // N is one call without the program's start-up.
 //
-//   bench_call_overhead <add-jit | add-eager | ten-jit | ten-eager> <calls>
+//   bench_call_overhead <add-jit | add-eager | ten-jit | ten-eager | weight-jit | weight-eager> <calls>
+//
+// weight-*: `x * w` where w is captured, not passed (a layer's weight),
+// under no_grad as in inference.
 //
 // Wall-clock figures of the same calls are bench_static_graph's.
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 #include <tandem/tandem.hpp>
@@ -24,11 +28,13 @@ auto ten_ops = [](const auto& x, const auto& y) {
 
 auto add = [](const auto& x, const auto& y) { return x + y; };
 
+constexpr const char* usage = "<add-jit | add-eager | ten-jit | ten-eager | weight-jit | weight-eager> <calls>";
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: %s <add-jit | add-eager | ten-jit | ten-eager> <calls>\n", argv[0]);
+    std::fprintf(stderr, "usage: %s %s\n", argv[0], usage);
     return 2;
   }
   std::string_view which = argv[1];
@@ -36,12 +42,20 @@ int main(int argc, char** argv) {
   tandem::tensor<float> x = tandem::full<float>({16}, 0.5f), y = tandem::full<float>({16}, 1.5f);
   auto add_graph = tandem::jit(add);
   auto ten_graph = tandem::jit(ten_ops);
+  tandem::tensor<float> w = tandem::full<float>({16}, 0.25f);
+  w.set_requires_grad();
+  auto times_w = [&w](const auto& v) { return v * w; };
+  auto weight_graph = tandem::jit(times_w);
+  std::optional<tandem::no_grad> inference;
+  if (which.starts_with("weight-")) inference.emplace();
   float checksum = 0;
   for (long i = 0; i < calls; ++i) {
     if (which == "add-jit") checksum += add_graph(x, y).data()[0];
     else if (which == "add-eager") checksum += add(x, y).data()[0];
     else if (which == "ten-jit") checksum += ten_graph(x, y).data()[0];
     else if (which == "ten-eager") checksum += ten_ops(x, y).data()[0];
+    else if (which == "weight-jit") checksum += weight_graph(x).data()[0];
+    else if (which == "weight-eager") checksum += times_w(x).data()[0];
     else {
       std::fprintf(stderr, "unknown call: %s\n", argv[1]);
       return 2;

@@ -15,6 +15,8 @@
 //   call_*      a cached 10-node graph on 16-element tensors: the cost of a
 //               call, static (and static `into` a buffer) against eager;
 //               call_one_op_* the same for a graph of one op, x + y;
+//               call_captured_* for x * w with w captured (a layer's
+//               weight that requires a gradient), under no_grad;
 //   layer_*     matmul alone and relu(matmul + bias) as static graphs, at
 //               m x k x n = 128x784x256 and 128x256x10: what a matmul
 //               epilogue could save (the second minus the first).
@@ -290,6 +292,22 @@ void call_one_op_eager(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize((x + y).data());
 }
 
+// A graph over a captured tensor, as a module's forward in inference.
+void call_captured_static(benchmark::State& state) {
+  tensor<float> x = input(16, 1), w = input(16, 2);
+  w.set_requires_grad();
+  auto f = jit([&w](auto a) { return a * w; });
+  no_grad inference;
+  for (auto _ : state) benchmark::DoNotOptimize(f(x).data());
+}
+
+void call_captured_eager(benchmark::State& state) {
+  tensor<float> x = input(16, 1), w = input(16, 2);
+  w.set_requires_grad();
+  no_grad inference;
+  for (auto _ : state) benchmark::DoNotOptimize((x * w).data());
+}
+
 void layer_args(benchmark::internal::Benchmark* b) {
   b->Args({128, 784, 256})->Args({128, 256, 10});
 }
@@ -325,5 +343,7 @@ BENCHMARK(call_static_into);
 BENCHMARK(call_eager);
 BENCHMARK(call_one_op_static);
 BENCHMARK(call_one_op_eager);
+BENCHMARK(call_captured_static);
+BENCHMARK(call_captured_eager);
 
 BENCHMARK_MAIN();

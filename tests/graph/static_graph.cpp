@@ -190,6 +190,28 @@ TEST_CASE("into() copies an output that no fused loop computes, and refuses what
   test::check_values(out, tensor<float>{2, 3}, "a captured tensor under no_grad");
 }
 
+TEST_CASE("a cached call reads its inputs and captured tensors in place") {
+  // One group reads an input, two captured tensors and a computed value
+  // (the sum): the first three bound where they live, the sum held for the
+  // run. A weight updated in place between calls (as an optimizer does) is
+  // seen by the next call, with or without autograd.
+  tensor<float> w = {1, 2, 3};
+  w.set_requires_grad();
+  tensor<float> bias = {0.5f, 0.5f, 0.5f};
+  auto layer = jit([&w, &bias](auto x) { return x * w + bias + sum(x); });
+  const tensor<float> x = {1, 1, 2};
+  {
+    no_grad inference;
+    test::check_values(layer(x), tensor<float>{5.5, 6.5, 10.5}, "captured tensors under no_grad");
+    w.assign(tensor<float>{2, 2, 2});
+    test::check_values(layer(x), tensor<float>{6.5, 6.5, 8.5}, "a weight updated in place");
+  }
+  tensor<float> y = layer(x);
+  test::check_values(y, tensor<float>{6.5, 6.5, 8.5}, "the same call, recorded");
+  sum(y).backward();
+  test::check_values(w.grad(), x, "the captured weight's gradient");
+}
+
 TEST_CASE("plans are cached per signature; scalars never build a new plan") {
   double scale = 2;
   auto f = jit([&scale](auto x) { return x * scale; });

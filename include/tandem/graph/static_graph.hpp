@@ -232,6 +232,7 @@ class static_graph {
     bool known = cache_->known_call(a...);
     inputs_type inputs{a...};
     detail::executor<decltype(root), inputs_type, OnDevice> exec(inputs, false, nullptr, true, where);
+    exec.discard_captured();
     exec.write_into(output_keys(root)[0], out);
     auto output = detail::apply_operands([&](const auto& o) { return exec.value(o); }, root.children);
     if (!known) remember<decltype(root)>(detail::signature_of(a...));
@@ -286,6 +287,7 @@ class static_graph {
     const void* seeded = unit_seed ? output_keys(root)[0] : nullptr;
     using exec_type = detail::executor<Root, inputs_type, OnDevice>;
     exec_type exec(inputs, recording, seeded, unit_seed_value_read, where);
+    if (!recording) exec.discard_captured();
     // One output is returned as it was computed: moving it into and out of
     // a tuple was a tenth of a cached call of jit(x + y).
     constexpr bool one_output = std::tuple_size_v<decltype(output_keys(std::declval<const Root&>()))> == 1;

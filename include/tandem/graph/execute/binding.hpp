@@ -53,7 +53,7 @@ void executor<Root, Inputs, OnDevice>::bind_slot(const sym<C>& c, Kernel& kernel
         product.grad_b = needs_gradient(operand_at<1>(c.node().children));
       }
     } else {
-      std::get<at>(operands) = value_or_input(c);
+      bind_operand(std::get<at>(operands), value_or_input(c));
     }
   }
 }
@@ -67,7 +67,7 @@ void executor<Root, Inputs, OnDevice>::bind_leaves(const sym<R>& s, Kernel& kern
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     auto one = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) {
       using L = typename Kernel::layout::template pure_leaf<J>;
-      std::get<J>(operands) = value_or_input(sym<L>{});
+      bind_operand(std::get<J>(operands), value_or_input(sym<L>{}));
       keys[J] = key_of(sym<L>{});
     };
     (one(std::integral_constant<std::size_t, I>{}), ...);

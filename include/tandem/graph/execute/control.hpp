@@ -34,7 +34,8 @@ void executor<Root, Inputs, OnDevice>::run_control(const sym<N>& s, const void* 
       },
       node.children);
   control_run run = node.fn.impl.run(operands, for_backward_);
-  for (auto& [captured_key, value] : run.captured) captured_.emplace(captured_key, value);
+  if (keeps_captured_)
+    for (auto& [captured_key, value] : run.captured) captured_.emplace(captured_key, value);
   std::size_t outputs = run.outputs.size();
   for (std::size_t k = 0; k < outputs; ++k) memo_.emplace(control_output_key(key, k), std::move(run.outputs[k]));
   if (!for_backward_ || !run.backward) return;

@@ -70,8 +70,7 @@ class executor final : public graph_run {
     if constexpr (node_traits<N>::is_input) {
       return static_cast<const tensor<T>&>(std::get<node_traits<N>::index>(inputs_));
     } else if constexpr (node_traits<N>::is_captured) {
-      captured_.emplace(key_of(s), s.node().value);
-      return s.node().value;
+      return captured_value(s);
     } else if constexpr (node_traits<N>::is_constant) {
       return full<T>({}, s.node().value, device_);
     } else if constexpr (is_control_node<N>) {
@@ -121,13 +120,23 @@ class executor final : public graph_run {
   }
 
   // A value as value() gives it, but a graph's input as the caller's
-  // tensor itself, without a copy.
+  // tensor itself and a captured tensor as its node holds it, without a
+  // copy.
   template <class N>
   decltype(auto) value_or_input(const sym<N>& s) {
     if constexpr (node_traits<N>::is_input)
       return static_cast<const tensor<value_of_t<N>>&>(std::get<node_traits<N>::index>(inputs_));
+    else if constexpr (node_traits<N>::is_captured)
+      return captured_value(s);
     else return value(s);
   }
+
+  // The caller reads no captured(): a top-level call that records no
+  // backward. (A sub-graph's construct reads its run's captured tensors
+  // even then: a loop's recompute for its backward.) The map's entry and a
+  // copy of the tensor out of its node were 14% of a cached call of
+  // jit(x * w) under no_grad.
+  void discard_captured() { keeps_captured_ = false; }
 
   // Backward from the gradients of the outputs (by key); afterwards
   // gradient(key) gives what reached an input or a captured tensor.
@@ -269,6 +278,9 @@ class executor final : public graph_run {
     bool grad_a = false, grad_b = false;
   };
   struct no_product_operands {};
+  struct no_product_result {
+    explicit operator bool() const { return false; }
+  };
 
   // graph/execute/binding.hpp: a group's scalars and leaves, bound for one run.
   template <std::size_t Skip, class P, class Kernel, class Operands, class Product>
@@ -375,6 +387,12 @@ class executor final : public graph_run {
     return tensor<T>(out_shape, device_);
   }
 
+  template <class N>
+  const tensor<value_of_t<N>>& captured_value(const sym<N>& s) {
+    if (keeps_captured_) captured_.emplace(key_of(s), s.node().value);
+    return s.node().value;
+  }
+
   template <class U, class T>
   static tensor<U> converted(const tensor<T>& t) {
     if constexpr (std::is_same_v<U, T>) return t;
@@ -399,6 +417,7 @@ class executor final : public graph_run {
   const void* destination_ = nullptr;
   bool wrote_into_destination_ = false;
   bool differentiated_ = false;
+  bool keeps_captured_ = true;
 };
 
 }  // namespace tandem::detail

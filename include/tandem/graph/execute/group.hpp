@@ -22,11 +22,20 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& 
   constexpr std::size_t product_slot = kernel_type::layout::product;
   constexpr bool only_pure_leaves = product_slot == no_product && kernel_type::n_operands == kernel_type::n_pure;
   operand_keys keys;
-  // A group of pure leaves reads the graph's inputs in place; a copy of
-  // each is taken only for a backward step.
+  // A group reads the graph's inputs and captured tensors in place; a copy
+  // of each is taken only for a backward step. (A product's operands are
+  // bound as tensors: the product is assigned into its slot.)
+  constexpr bool bound_in_place = !only_pure_leaves && product_slot == no_product;
+  std::conditional_t<bound_in_place, typename group_bound_operands<Root, R>::type, std::tuple<>> bound;
   auto operands = [&] {
-    if constexpr (only_pure_leaves) return pure_operands<kernel_type>();
-    else return operands_type{};
+    if constexpr (only_pure_leaves) {
+      return pure_operands<kernel_type>();
+    } else if constexpr (bound_in_place) {
+      bind_leaves(s, kernel, bound, keys);
+      return bound_tensors(bound);
+    } else {
+      return operands_type{};
+    }
   }();
   // The output's shape: an operand's where all have one (referred to, as a
   // copy per call was half of what jit(x + y) still added to the eager
@@ -35,7 +44,8 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& 
   const shape* extent = &out_shape;
   // Where every operand is contiguous and of one shape, the loop runs flat.
   bool flat = false;
-  std::optional<tensor<T>> done;
+  // A product's result, where the group ran as its epilogue.
+  std::conditional_t<product_slot != no_product, std::optional<tensor<T>>, no_product_result> done;
   if constexpr (product_slot != no_product) {
     constexpr std::size_t at = kernel_type::n_pure + product_slot;
     product_operands<value_of_t_tensor<std::tuple_element_t<at, decltype(operands)>>> product;
@@ -46,8 +56,6 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& 
     if constexpr (only_pure_leaves) {
       no_product_operands none;
       bind_group<no_product>(s, kernel, operands, keys, none);
-    } else {
-      bind_leaves(s, kernel, operands, keys);
     }
     // Operands of one shape, the common case, need no broadcast (as in eager_map).
     std::apply(

@@ -39,6 +39,53 @@ struct group_operand_tensors {
 template <class Root, class R>
 using group_operand_tensors_t = typename group_operand_tensors<Root, R>::type;
 
+// The operands of a group of class R, bound for a run: a tensor that
+// outlives the run (a graph input, a captured tensor) by its address, a
+// value computed for the run as a tensor. Copying the first kind into a
+// tuple of tensors (a default tensor, then an assignment) was a seventh of
+// a cached call of jit(x * w).
+template <class N>
+using bound_operand_t = std::conditional_t<node_traits<N>::is_input || node_traits<N>::is_captured,
+                                           const tensor<value_of_t<N>>*, tensor<value_of_t<N>>>;
+
+template <class Root, class R>
+struct group_bound_operands {
+  using layout = group_layout<Root, R>;
+  template <std::size_t... P, std::size_t... T>
+  static auto make(std::index_sequence<P...>, std::index_sequence<T...>)
+      -> std::tuple<bound_operand_t<typename layout::template pure_leaf<P>>...,
+                    bound_operand_t<typename layout::template tensor_leaf<T>>...>;
+  using type = decltype(make(std::make_index_sequence<layout::n_pure>{}, std::make_index_sequence<layout::n_tensors>{}));
+};
+
+template <class T>
+void bind_operand(const tensor<T>*& slot, const tensor<T>& t) {
+  slot = &t;
+}
+// (A temporary would be gone before the group's loop reads it.)
+template <class T>
+void bind_operand(const tensor<T>*& slot, tensor<T>&& t) = delete;
+template <class T, class V>
+void bind_operand(tensor<T>& slot, V&& t) {
+  slot = std::forward<V>(t);
+}
+
+template <class T>
+const tensor<T>& bound_tensor(const tensor<T>* operand) {
+  return *operand;
+}
+template <class T>
+const tensor<T>& bound_tensor(const tensor<T>& operand) {
+  return operand;
+}
+
+// The bound operands as the group's loop reads them.
+template <class... B>
+auto bound_tensors(const std::tuple<B...>& bound) {
+  return std::apply(
+      [](const auto&... b) { return std::tuple<decltype(bound_tensor(b))...>(bound_tensor(b)...); }, bound);
+}
+
 // The positions of the operands whose type takes a gradient.
 template <class Operands>
 constexpr auto floating_operand_positions() {
