@@ -54,7 +54,7 @@ inline std::int64_t l2_cache_bytes() {
 // 64 MiB outputs 1.36x faster (docs/benchmarks/cpu_kernels.md).
 // Only on Intel's CPUs: on an AMD Zen 4 the same streamed loops ran 1.3-1.5x
 // slower than cached ones on one thread (issue 15's tanh chain, 64 MiB
-// output: 8.0-10.1 ms against 6.4-7.3), and no faster on two; there cached
+// output: 7.9-11.3 ms against 6.3-8.0), and no faster on two; there cached
 // stores ran even a plain copy faster than glibc's streaming memcpy.
 inline std::int64_t streaming_output_bytes() {
   static const std::int64_t bytes = [] {
