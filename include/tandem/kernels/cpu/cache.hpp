@@ -5,9 +5,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
-
-#include "tandem/kernels/cpu/isa.hpp"
 
 #if __has_include(<unistd.h>)
 #include <unistd.h>
@@ -52,13 +49,8 @@ inline std::int64_t l2_cache_bytes() {
 // of it. On that Xeon, one thread, `y = x*x + 1` then `z = y*y + 1`: 16 MiB
 // outputs ran both steps 1.3x slower streamed (y came back from memory),
 // 64 MiB outputs 1.36x faster (docs/benchmarks/cpu_kernels.md).
-// Only on Intel's CPUs: on an AMD Zen 4 the same streamed loops ran 1.3-1.5x
-// slower than cached ones on one thread (issue 15's tanh chain, 64 MiB
-// output: 7.9-11.3 ms against 6.3-8.0), and no faster on two; there cached
-// stores ran even a plain copy faster than glibc's streaming memcpy.
 inline std::int64_t streaming_output_bytes() {
   static const std::int64_t bytes = [] {
-    if (!intel_cpu()) return std::numeric_limits<std::int64_t>::max();
     constexpr std::int64_t most = std::int64_t{32} << 20;
     std::int64_t reported = reported_cache_bytes(3);
     if (reported == 0) reported = reported_cache_bytes(2);
