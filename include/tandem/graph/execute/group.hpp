@@ -26,7 +26,7 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& 
   // of each is taken only for a backward step. (A product's operands are
   // bound as tensors: the product is assigned into its slot.)
   constexpr bool bound_in_place = !only_pure_leaves && product_slot == no_product;
-  std::conditional_t<bound_in_place, typename group_bound_operands<Root, R>::type, std::tuple<>> bound;
+  std::conditional_t<bound_in_place, group_bound_operands_t<Root, R>, std::tuple<>> bound;
   auto operands = [&] {
     if constexpr (only_pure_leaves) {
       return pure_operands<kernel_type>();

@@ -24,20 +24,25 @@ namespace tandem::detail {
 template <class R, class C, class Op, class Out, class... In>
 struct row_signature {};
 
-// The tensors a group of class R reads: its pure leaves, then its tensor
-// leaves, in the kernel's operand order.
-template <class Root, class R>
-struct group_operand_tensors {
+// What a group of class R reads, one element per leaf: its pure leaves,
+// then its tensor leaves, in the kernel's operand order; Element<N> is the
+// type that holds leaf N.
+template <class Root, class R, template <class> class Element>
+struct group_leaf_types {
   using layout = group_layout<Root, R>;
   template <std::size_t... P, std::size_t... T>
   static auto make(std::index_sequence<P...>, std::index_sequence<T...>)
-      -> std::tuple<tensor<value_of_t<typename layout::template pure_leaf<P>>>...,
-                    tensor<value_of_t<typename layout::template tensor_leaf<T>>>...>;
+      -> std::tuple<Element<typename layout::template pure_leaf<P>>...,
+                    Element<typename layout::template tensor_leaf<T>>...>;
   using type = decltype(make(std::make_index_sequence<layout::n_pure>{}, std::make_index_sequence<layout::n_tensors>{}));
 };
 
+template <class N>
+using leaf_tensor_t = tensor<value_of_t<N>>;
+
+// The tensors a group of class R reads.
 template <class Root, class R>
-using group_operand_tensors_t = typename group_operand_tensors<Root, R>::type;
+using group_operand_tensors_t = typename group_leaf_types<Root, R, leaf_tensor_t>::type;
 
 // The operands of a group of class R, bound for a run: a tensor that
 // outlives the run (a graph input, a captured tensor) by its address, a
@@ -49,14 +54,7 @@ using bound_operand_t = std::conditional_t<node_traits<N>::is_input || node_trai
                                            const tensor<value_of_t<N>>*, tensor<value_of_t<N>>>;
 
 template <class Root, class R>
-struct group_bound_operands {
-  using layout = group_layout<Root, R>;
-  template <std::size_t... P, std::size_t... T>
-  static auto make(std::index_sequence<P...>, std::index_sequence<T...>)
-      -> std::tuple<bound_operand_t<typename layout::template pure_leaf<P>>...,
-                    bound_operand_t<typename layout::template tensor_leaf<T>>...>;
-  using type = decltype(make(std::make_index_sequence<layout::n_pure>{}, std::make_index_sequence<layout::n_tensors>{}));
-};
+using group_bound_operands_t = typename group_leaf_types<Root, R, bound_operand_t>::type;
 
 template <class T>
 void bind_operand(const tensor<T>*& slot, const tensor<T>& t) {
