@@ -1,6 +1,6 @@
 // The elementwise loop's streaming writes (kernels/cpu/elementwise.hpp):
 // the same bits as cached writes for every length and placement of the
-// output, and for ops that write several outputs.
+// output, and for ops that write several outputs; which loops stream.
 #include <doctest/doctest.h>
 
 #include <tandem/tandem.hpp>
@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -27,6 +28,11 @@ struct sum_and_difference {
   std::array<V, 2> operator()(const V& x, const V& y) const {
     return {x + y, x - y};
   }
+};
+
+// The 8-op polynomial chain's arithmetic (bench/chain.hpp).
+struct eight_instructions {
+  static constexpr int instructions_per_batch = 8;
 };
 
 template <class T>
@@ -193,4 +199,40 @@ TEST_CASE("an op whose output is larger than the streaming threshold is written 
   for (std::int64_t i = 0; i < grid.numel() && right; ++i)
     right = sum[static_cast<std::size_t>(i)] == pg[i] + 0.5f * static_cast<float>(i % cols);
   CHECK(right);
+}
+
+TEST_CASE("a loop streams its output where it waits on memory, not where it waits on its arithmetic") {
+  using namespace tandem::detail;
+  CHECK(op_instructions_per_batch<tandem::add_op>() == 1);
+  CHECK(op_instructions_per_batch<tandem::tanh_op>() == transcendental_instructions);
+  CHECK(op_instructions_per_batch<tandem::softplus_op>() == 2 * transcendental_instructions);
+
+  // Only a batch's size matters: a line's worth (AVX-512's floats), half a
+  // line (AVX2's). A bound of 6 per line is one thread of a Zen 4.
+  using line_batch = std::array<float, 16>;
+  using half_line_batch = std::array<float, 8>;
+  const std::array<std::int64_t, 1> one_input{1};
+  CHECK(streaming_pays<tandem::add_op, half_line_batch, 1>(std::array<std::int64_t, 2>{1, 1}, 6));
+  CHECK(streaming_pays<tandem::neg_op, half_line_batch, 1>(one_input, 6));
+  CHECK_FALSE(streaming_pays<tandem::exp_op, line_batch, 1>(one_input, 6));
+  CHECK_FALSE(streaming_pays<tandem::tanh_op, line_batch, 1>(one_input, 6));
+  CHECK(streaming_pays<eight_instructions, line_batch, 1>(one_input, 6));
+  CHECK_FALSE(streaming_pays<eight_instructions, half_line_batch, 1>(one_input, 6));
+  CHECK(streaming_pays<eight_instructions, half_line_batch, 1>(one_input, 12));
+  CHECK(streaming_pays<tandem::tanh_op, line_batch, 1>(one_input, std::int64_t{1} << 40));
+  // Every line a row moves counts, outputs too; a broadcast operand moves none.
+  CHECK(streaming_pays<tandem::tanh_op, line_batch, 1>(std::array<std::int64_t, 7>{1, 1, 1, 1, 1, 1, 1}, 6));
+  CHECK(streaming_pays<tandem::tanh_op, line_batch, 4>(std::array<std::int64_t, 4>{1, 1, 1, 1}, 6));
+  CHECK_FALSE(streaming_pays<tandem::tanh_op, line_batch, 1>(std::array<std::int64_t, 7>{1, 1, 1, 0, 0, 0, 0}, 6));
+  CHECK(streamed_instructions_per_line() >= 6 * tandem::num_threads());
+
+  // A fused group's arithmetic is its ops': tanh(x * x) + x, and its
+  // backward about as much again.
+  auto f = tandem::jit([](auto x) { return tanh(x * x) + x; });
+  tandem::tensor<float> x{1, 2, 3};
+  using root = decltype(f.trace(x));
+  using value = std::remove_cvref_t<decltype(operand_at<0>(f.trace(x).children))>::node_type;
+  using kernel = group_kernel<root, value>;
+  static_assert(kernel::instructions_per_batch == transcendental_instructions + 2);
+  static_assert(gather_adjoints<kernel, 0>::instructions_per_batch == 2 * kernel::instructions_per_batch);
 }

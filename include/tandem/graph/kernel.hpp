@@ -14,6 +14,7 @@
 #include "tandem/autograd/derivative.hpp"
 #include "tandem/graph/group.hpp"
 #include "tandem/graph/lane.hpp"
+#include "tandem/kernels/cpu/elementwise.hpp"
 
 namespace tandem::detail {
 
@@ -47,6 +48,15 @@ struct group_kernel {
     for_each_type<typename layout::classes>(
         [&]<class P>(std::type_identity<P>) { all = all && fused::vectorizable<typename node_traits<P>::op>(); });
     return all;
+  }();
+
+  // The group's arithmetic, the sum of its ops' (kernels/cpu/elementwise.hpp:
+  // whether its loop streams its output).
+  static constexpr int instructions_per_batch = [] {
+    int sum = 0;
+    for_each_type<typename layout::classes>(
+        [&]<class P>(std::type_identity<P>) { sum += op_instructions_per_batch<typename node_traits<P>::op>(); });
+    return sum;
   }();
 
   // The first op of the group with no derivative rule (nullptr if none):
@@ -198,6 +208,8 @@ template <class Kernel, std::size_t... I>
 struct value_then_adjoints {
   static constexpr const char* name = "fused_forward_backward";
   static constexpr bool vectorizable = Kernel::vectorizable, flatten = true;
+  // The group's values, then its derivative rules: about as many again.
+  static constexpr int instructions_per_batch = 2 * Kernel::instructions_per_batch;
   Kernel kernel;
   typename Kernel::compute_type seed;
   template <class V, class... Rest>
@@ -212,6 +224,7 @@ template <class Kernel, std::size_t... I>
 struct gather_adjoints {
   static constexpr const char* name = "fused_backward";
   static constexpr bool vectorizable = Kernel::vectorizable, flatten = true;
+  static constexpr int instructions_per_batch = 2 * Kernel::instructions_per_batch;
   Kernel kernel;
   template <class V, class... In>
   TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE std::array<V, sizeof...(I)> operator()(const V& g, const In&... in) const {

@@ -9,6 +9,7 @@
 // An op may also return std::array<V, M> and write M outputs of one layout
 // in the same pass (a fused backward writes every operand's gradient so).
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -41,16 +42,45 @@ constexpr bool op_is_vectorizable() {
   else return true;
 }
 
+// An op's arithmetic per SIMD batch, roughly, in instructions: 1 unless it
+// says (`static constexpr int instructions_per_batch`). An op that computes
+// a transcendental function says transcendental_instructions for each:
+// xsimd's float exp is 34 instructions on AVX-512, its log 60.
+inline constexpr int transcendental_instructions = 40;
+
+template <class Op>
+constexpr int op_instructions_per_batch() {
+  if constexpr (requires { Op::instructions_per_batch; }) return Op::instructions_per_batch;
+  else return 1;
+}
+
 inline constexpr std::int64_t elementwise_grain = 32768;
 
-// How a loop writes its output: through the caches, or around them with
+// How a loop may write its output: through the caches, or around them with
 // streaming stores, for an output larger than streaming_output_bytes()
-// (kernels/cpu/cache.hpp says why). Either way every element gets the same
-// bits.
+// (kernels/cpu/cache.hpp says why), where its row's arithmetic is light
+// enough (streaming_pays). Either way every element gets the same bits.
 enum class output_writes : bool { cached, streaming };
 
 inline output_writes output_writes_for(std::int64_t bytes) {
   return bytes > streaming_output_bytes() ? output_writes::streaming : output_writes::cached;
+}
+
+// The most instructions per line moved at which a row streams (streaming_pays).
+// The bound differs by CPU. On the Intel Xeon measured, every loop gained
+// from streaming: issue 15's tanh chain (24 per line in AVX-512 batches)
+// ran 1.36x faster on one thread. On Zen 4, 16M floats, one thread: -x,
+// x * 2, x * x + 1 and the 8-op polynomial chain in AVX-512 batches (0.5 to
+// 4 per line) ran 1.15-1.35x faster streamed; the chain in AVX2 batches (8)
+// 1.1x slower; exp, tanh and the chains holding them (20 and more)
+// 1.15-1.5x slower. More threads share the memory and leave each more time
+// per line: on two, the AVX2 chain ran 1.4x faster streamed, exp and tanh
+// in AVX-512 batches (20) level (docs/benchmarks/cpu_kernels.md). So,
+// except on Intel's CPUs, 6 per thread of the pool.
+inline std::int64_t streamed_instructions_per_line() {
+  static const bool intel = intel_cpu();
+  if (intel) return std::int64_t{1} << 40;
+  return 6 * std::int64_t{thread_pool::instance().size()};
 }
 
 // M outputs sharing one layout, written by an op that returns
@@ -193,6 +223,17 @@ TANDEM_ALWAYS_INLINE void unstage(const output_set<C, M>& out, std::int64_t stri
 // and copy each out with streaming stores, whole lines from the first line
 // boundary on: the elements before it are a gathered block of their own.
 // Their inputs, as large, are prefetched 4 KiB ahead.
+// Streaming stores pay where a row waits on memory, and cost where it waits
+// on its arithmetic: a row streams where its op's instructions per 64-byte
+// line it reads or writes are at most `bound`.
+template <class Op, class Batch, std::size_t Outputs, std::size_t Inputs>
+TANDEM_ALWAYS_INLINE bool streaming_pays(const std::array<std::int64_t, Inputs>& stride, std::int64_t bound) {
+  constexpr std::int64_t batches_per_line = std::max<std::int64_t>(1, 64 / std::int64_t{sizeof(Batch)});
+  std::int64_t lines = Outputs;
+  for (const std::int64_t s : stride) lines += s != 0;
+  return op_instructions_per_batch<Op>() * batches_per_line <= bound * lines;
+}
+
 template <class C, class Op, class Out, class... In, std::size_t... K>
 TANDEM_ALWAYS_INLINE void simd_row(const Op& op, std::int64_t n, Out out, std::int64_t out_stride,
                                    const std::tuple<const In*...>& in,
@@ -204,7 +245,8 @@ TANDEM_ALWAYS_INLINE void simd_row(const Op& op, std::int64_t n, Out out, std::i
   if (n <= 0) return;
   bool unit = out_stride == 1;
   for (auto s : stride) unit = unit && (s == 0 || s == 1);
-  const std::int64_t lead = unit && writes == output_writes::streaming && n >= 4 * std::int64_t{staged}
+  const std::int64_t lead = unit && writes == output_writes::streaming && n >= 4 * std::int64_t{staged} &&
+                                    streaming_pays<Op, batch, output_count<Out>>(stride, streamed_instructions_per_line())
                                 ? elements_to_line(out)
                                 : -1;
   const bool streams = lead >= 0;

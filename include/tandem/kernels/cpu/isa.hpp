@@ -132,8 +132,16 @@ inline instruction_set detect_instruction_set() {
   if (!has(structured_b, {16, 17, 28, 30, 31}) || (saved_state & 0xe0) != 0xe0) return instruction_set::avx2;
   return instruction_set::avx512;
 }
+
+// Whether the CPU is Intel's (cpuid's vendor string "GenuineIntel").
+inline bool intel_cpu() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+  return b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
+}
 #else
 inline instruction_set detect_instruction_set() { return instruction_set::generic; }
+inline bool intel_cpu() { return false; }
 #endif
 
 }  // namespace detail

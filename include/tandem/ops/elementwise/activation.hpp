@@ -12,6 +12,7 @@ namespace tandem {
 
 struct tanh_op : detail::floating_rule {
   static constexpr const char* name = "tanh";
+  static constexpr int instructions_per_batch = detail::transcendental_instructions;
   static constexpr bool saves_inputs = false, saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::tanh(x); }
   template <std::size_t I, class G, class Y, class X>
@@ -19,6 +20,7 @@ struct tanh_op : detail::floating_rule {
 };
 struct sigmoid_op : detail::floating_rule {
   static constexpr const char* name = "sigmoid";
+  static constexpr int instructions_per_batch = detail::transcendental_instructions;
   static constexpr bool saves_inputs = false, saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return V(1) / (V(1) + detail::math::exp(-x)); }
   template <std::size_t I, class G, class Y, class X>
@@ -47,6 +49,7 @@ struct relu_op : detail::same_type_rule {
 // erfc so that the left tail keeps its relative precision.
 struct gelu_op : detail::floating_rule {
   static constexpr const char* name = "gelu";
+  static constexpr int instructions_per_batch = detail::transcendental_instructions;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const {
     return V(0.5) * x * detail::math::erfc(x * V(-std::numbers::sqrt2 / 2));
   }
@@ -60,6 +63,7 @@ struct gelu_op : detail::floating_rule {
 // log(1 + e^x) as max(x, 0) + log1p(e^-|x|), which neither overflows nor loses small values.
 struct softplus_op : detail::floating_rule {
   static constexpr const char* name = "softplus";
+  static constexpr int instructions_per_batch = 2 * detail::transcendental_instructions;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const {
     return detail::math::maximum(x, V(0)) + detail::math::log1p(detail::math::exp(-detail::math::abs(x)));
   }

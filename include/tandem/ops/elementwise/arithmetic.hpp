@@ -59,6 +59,7 @@ struct neg_op : detail::same_type_rule {
 };
 struct pow_op : detail::floating_rule {
   static constexpr const char* name = "pow";
+  static constexpr int instructions_per_batch = 2 * detail::transcendental_instructions;
   static constexpr bool saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& a, const V& b) const { return detail::math::pow(a, b); }
   template <std::size_t I, class G, class Y, class A, class B>

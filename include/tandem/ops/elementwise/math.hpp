@@ -36,6 +36,7 @@ struct square_op : detail::same_type_rule {
 };
 struct exp_op : detail::floating_rule {
   static constexpr const char* name = "exp";
+  static constexpr int instructions_per_batch = detail::transcendental_instructions;
   static constexpr bool saves_inputs = false, saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::exp(x); }
   template <std::size_t I, class G, class Y, class X>
@@ -43,18 +44,21 @@ struct exp_op : detail::floating_rule {
 };
 struct log_op : detail::floating_rule {
   static constexpr const char* name = "log";
+  static constexpr int instructions_per_batch = detail::transcendental_instructions;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::log(x); }
   template <std::size_t I, class G, class Y, class X>
   TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X& x) const { return g / x; }
 };
 struct log1p_op : detail::floating_rule {
   static constexpr const char* name = "log1p";
+  static constexpr int instructions_per_batch = detail::transcendental_instructions;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::log1p(x); }
   template <std::size_t I, class G, class Y, class X>
   TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X& x) const { return g / (x + 1); }
 };
 struct expm1_op : detail::floating_rule {
   static constexpr const char* name = "expm1";
+  static constexpr int instructions_per_batch = detail::transcendental_instructions;
   static constexpr bool saves_inputs = false, saves_output = true;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::expm1(x); }
   template <std::size_t I, class G, class Y, class X>
@@ -76,24 +80,28 @@ struct rsqrt_op : detail::floating_rule {
 };
 struct sin_op : detail::floating_rule {
   static constexpr const char* name = "sin";
+  static constexpr int instructions_per_batch = detail::transcendental_instructions;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::sin(x); }
   template <std::size_t I, class G, class Y, class X>
   TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X& x) const { return g * cos(x); }
 };
 struct cos_op : detail::floating_rule {
   static constexpr const char* name = "cos";
+  static constexpr int instructions_per_batch = detail::transcendental_instructions;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::cos(x); }
   template <std::size_t I, class G, class Y, class X>
   TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X& x) const { return -(g * sin(x)); }
 };
 struct erf_op : detail::floating_rule {
   static constexpr const char* name = "erf";
+  static constexpr int instructions_per_batch = detail::transcendental_instructions;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::erf(x); }
   template <std::size_t I, class G, class Y, class X>
   TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X& x) const { return g * exp(-square(x)) * std::numbers::inv_sqrtpi * 2; }
 };
 struct erfc_op : detail::floating_rule {
   static constexpr const char* name = "erfc";
+  static constexpr int instructions_per_batch = detail::transcendental_instructions;
   template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const { return detail::math::erfc(x); }
   template <std::size_t I, class G, class Y, class X>
   TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X& x) const { return g * exp(-square(x)) * (-std::numbers::inv_sqrtpi * 2); }
