@@ -42,12 +42,12 @@ void write_cached(F f, const float* in, float* out, std::int64_t lo, std::int64_
   for (; i < hi; ++i) out[i] = f(in[i]);
 }
 
-// The same with streaming stores: eight batches at a time into a buffer in
-// L1, then out around the caches. The parts start at multiples of the
-// loop's grain, so `out + lo` is as aligned as the tensor.
+// The same with streaming stores: 1 KiB at a time into a buffer in L1, then
+// out around the caches. The parts start at multiples of the loop's grain,
+// so `out + lo` is as aligned as the tensor.
 template <class F>
 void write_streamed(F f, const float* in, float* out, std::int64_t lo, std::int64_t hi) {
-  constexpr std::int64_t staged = 8 * lanes;
+  constexpr std::int64_t staged = 256;
   alignas(64) std::array<float, staged> buffer;
   std::int64_t i = lo;
   for (; i + staged <= hi; i += staged) {

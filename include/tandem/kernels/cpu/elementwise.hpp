@@ -66,6 +66,12 @@ inline output_writes output_writes_for(std::int64_t bytes) {
   return bytes > streaming_output_bytes() ? output_writes::streaming : output_writes::cached;
 }
 
+// Whether a streaming row prefetches its inputs (simd_row says why).
+inline bool prefetches_streamed_inputs() {
+  static const bool intel = intel_cpu();
+  return intel;
+}
+
 // The most instructions per line moved at which a row streams (streaming_pays).
 // The bound differs by CPU. On the Intel Xeon measured, every loop gained
 // from streaming: issue 15's tanh chain (24 per line in AVX-512 batches)
@@ -209,6 +215,17 @@ TANDEM_ALWAYS_INLINE void unstage(const output_set<C, M>& out, std::int64_t stri
     for (std::int64_t l = 0; l < n; ++l) out.data[k][l * stride] = buffers[k][l];
 }
 
+// Streaming stores pay where a row waits on memory, and cost where it waits
+// on its arithmetic: a row streams where its op's instructions per 64-byte
+// line it reads or writes are at most `bound`.
+template <class Op, class Batch, std::size_t Outputs, std::size_t Inputs>
+TANDEM_ALWAYS_INLINE bool streaming_pays(const std::array<std::int64_t, Inputs>& stride, std::int64_t bound) {
+  constexpr std::int64_t batches_per_line = std::max<std::int64_t>(1, 64 / std::int64_t{sizeof(Batch)});
+  std::int64_t lines = Outputs;
+  for (const std::int64_t s : stride) lines += s != 0;
+  return op_instructions_per_batch<Op>() * batches_per_line <= bound * lines;
+}
+
 // A row on SIMD batches, in blocks. Where the output's stride is 1 and each
 // input's is 0 or 1, a block is every full batch left, read in place (an
 // operand broadcast along the row from a batch of its value, by a pointer
@@ -222,18 +239,13 @@ TANDEM_ALWAYS_INLINE void unstage(const output_set<C, M>& out, std::int64_t stri
 // Streaming writes stage the in-place blocks too (the op's loop stays one)
 // and copy each out with streaming stores, whole lines from the first line
 // boundary on: the elements before it are a gathered block of their own.
-// Their inputs, as large, are prefetched 4 KiB ahead.
-// Streaming stores pay where a row waits on memory, and cost where it waits
-// on its arithmetic: a row streams where its op's instructions per 64-byte
-// line it reads or writes are at most `bound`.
-template <class Op, class Batch, std::size_t Outputs, std::size_t Inputs>
-TANDEM_ALWAYS_INLINE bool streaming_pays(const std::array<std::int64_t, Inputs>& stride, std::int64_t bound) {
-  constexpr std::int64_t batches_per_line = std::max<std::int64_t>(1, 64 / std::int64_t{sizeof(Batch)});
-  std::int64_t lines = Outputs;
-  for (const std::int64_t s : stride) lines += s != 0;
-  return op_instructions_per_batch<Op>() * batches_per_line <= bound * lines;
-}
-
+// A block is at least 1 KiB: AVX2's eight batches are 256 bytes, and on
+// Zen 4, one thread, light streamed loops in AVX2 batches ran 5-15% faster
+// in blocks of 1 KiB (the block's bookkeeping and its copy's call are per
+// four lines, not one). On Intel's CPUs their inputs, as large, are
+// prefetched 4 KiB ahead (simd::prefetch_ahead); on Zen 4 the same
+// prefetch made them 10-20% slower on one thread (AVX-512 batches), and
+// its own prefetchers keep up.
 template <class C, class Op, class Out, class... In, std::size_t... K>
 TANDEM_ALWAYS_INLINE void simd_row(const Op& op, std::int64_t n, Out out, std::int64_t out_stride,
                                    const std::tuple<const In*...>& in,
@@ -241,15 +253,16 @@ TANDEM_ALWAYS_INLINE void simd_row(const Op& op, std::int64_t n, Out out, std::i
                                    std::index_sequence<K...>) {
   using batch = simd::batch<C>;
   constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
-  constexpr std::size_t staged = 8 * batch::size;
+  constexpr std::size_t staged = std::max<std::size_t>(8 * batch::size, 1024 / sizeof(C));
   if (n <= 0) return;
   bool unit = out_stride == 1;
   for (auto s : stride) unit = unit && (s == 0 || s == 1);
-  const std::int64_t lead = unit && writes == output_writes::streaming && n >= 4 * std::int64_t{staged} &&
+  const std::int64_t lead = unit && writes == output_writes::streaming && n >= 32 * w &&
                                     streaming_pays<Op, batch, output_count<Out>>(stride, streamed_instructions_per_line())
                                 ? elements_to_line(out)
                                 : -1;
   const bool streams = lead >= 0;
+  const bool prefetches = streams && prefetches_streamed_inputs();
   alignas(64) std::array<std::array<C, batch::size>, sizeof...(In)> splats;
   ((stride[K] == 0 ? splats[K].fill(*std::get<K>(in)) : void()), ...);
   alignas(64) std::array<std::array<C, staged>, sizeof...(In)> inputs;
@@ -264,7 +277,7 @@ TANDEM_ALWAYS_INLINE void simd_row(const Op& op, std::int64_t n, Out out, std::i
     if (in_place) {
       ((at[K] = stride[K] == 1 ? std::get<K>(in) + begin : splats[K].data()), ...);
       ((step[K] = stride[K] == 1 ? w : 0), ...);
-      if (streams)
+      if (prefetches)
         ((stride[K] == 1 ? simd::prefetch_ahead(at[K], 4096, count * std::int64_t{sizeof(C)}) : void()), ...);
     } else {
       for (std::int64_t l = 0; l < (count + w - 1) / w * w; ++l) {
