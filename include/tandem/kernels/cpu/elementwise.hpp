@@ -75,18 +75,15 @@ inline bool prefetches_streamed_inputs() {
 // The most instructions per line moved at which a row streams (streaming_pays).
 // The bound differs by CPU. On the Intel Xeon measured, every loop gained
 // from streaming: issue 15's tanh chain (24 per line in AVX-512 batches)
-// ran 1.36x faster on one thread. On Zen 4, 16M floats, one thread: -x,
-// x * 2, x * x + 1 and the 8-op polynomial chain in AVX-512 batches (0.5 to
-// 4 per line) ran 1.15-1.35x faster streamed; the chain in AVX2 batches (8)
-// 1.1x slower; exp, tanh and the chains holding them (20 and more)
-// 1.15-1.5x slower. More threads share the memory and leave each more time
-// per line: on two, the AVX2 chain ran 1.4x faster streamed, exp and tanh
-// in AVX-512 batches (20) level (docs/benchmarks/cpu_kernels.md). So,
-// except on Intel's CPUs, 6 per thread of the pool.
+// ran 1.36x faster on one thread. On Zen 4, 16M floats, hand loops written
+// both ways as tandem's rows write them (bench/streaming.cpp): -x (0.5 per
+// line) and the 8-op polynomial chain (4 per line in AVX-512 batches, 8 in
+// AVX2's) ran 1.2-1.7x faster streamed, exp and issue 15's tanh chain (20
+// and more) 1.15-1.4x slower, on one thread and on two
+// (docs/benchmarks/cpu_kernels.md). So, except on Intel's CPUs, 12.
 inline std::int64_t streamed_instructions_per_line() {
   static const bool intel = intel_cpu();
-  if (intel) return std::int64_t{1} << 40;
-  return 6 * std::int64_t{thread_pool::instance().size()};
+  return intel ? std::int64_t{1} << 40 : 12;
 }
 
 // M outputs sharing one layout, written by an op that returns
