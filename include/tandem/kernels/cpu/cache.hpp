@@ -39,7 +39,8 @@ inline std::int64_t l2_cache_bytes() {
   return reported >= 65536 ? reported : std::int64_t{1} << 20;
 }
 
-// Outputs larger than this are written with streaming stores. A cached
+// Outputs larger than this are written with streaming stores, by loops
+// whose arithmetic is light (streaming_pays, elementwise.hpp). A cached
 // store first reads its line from memory (a third of a one-input op's
 // traffic), and an output far larger than the caches keeps none of itself
 // there for the next reader anyway, only evicting the inputs. Where the
