@@ -67,10 +67,7 @@ inline output_writes output_writes_for(std::int64_t bytes) {
 }
 
 // Whether a streaming row prefetches its inputs (simd_row says why).
-inline bool prefetches_streamed_inputs() {
-  static const bool intel = intel_cpu();
-  return intel;
-}
+inline bool prefetches_streamed_inputs() { return intel_cpu(); }
 
 // The most instructions per line moved at which a row streams (streaming_pays).
 // The bound differs by CPU. On the Intel Xeon measured, every loop gained
@@ -81,10 +78,7 @@ inline bool prefetches_streamed_inputs() {
 // AVX2's) ran 1.2-1.7x faster streamed, exp and issue 15's tanh chain (20
 // and more) 1.15-1.4x slower, on one thread and on two
 // (docs/benchmarks/cpu_kernels.md). So, except on Intel's CPUs, 12.
-inline std::int64_t streamed_instructions_per_line() {
-  static const bool intel = intel_cpu();
-  return intel ? std::int64_t{1} << 40 : 12;
-}
+inline std::int64_t streamed_instructions_per_line() { return intel_cpu() ? std::int64_t{1} << 40 : 12; }
 
 // M outputs sharing one layout, written by an op that returns
 // std::array<V, M>; a single output is a plain pointer.

@@ -133,11 +133,15 @@ inline instruction_set detect_instruction_set() {
   return instruction_set::avx512;
 }
 
-// Whether the CPU is Intel's (cpuid's vendor string "GenuineIntel").
+// Whether the CPU is Intel's (cpuid's vendor string "GenuineIntel"), asked
+// once.
 inline bool intel_cpu() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
-  return b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
+  static const bool intel = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+    return b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
+  }();
+  return intel;
 }
 #else
 inline instruction_set detect_instruction_set() { return instruction_set::generic; }
