@@ -10,11 +10,8 @@
 #include <new>
 #include <utility>
 
-#if defined(__GLIBCXX__)
-#include <ext/atomicity.h>
-#endif
-
-#include "tandem/core/allocator.hpp"
+#include "tandem/detail/reference_count.hpp"
+#include "tandem/graph/node_arena.hpp"
 
 namespace tandem::detail {
 
@@ -28,54 +25,27 @@ struct counted_node : counted_header {
   N node;
 };
 
-// A cached graph's call traces the function again, allocating and freeing
-// every node that holds data (each constant, each op above one): with
-// malloc and free, a sixth of a 10-node graph's call. Nodes come from the
-// caching allocator's per-thread bins, uncounted like a call's other
-// bookkeeping.
+// A cached graph's call traces the function again, making and freeing
+// every node that holds data: they live in the node arena, uncounted like
+// a call's other bookkeeping.
 template <class N>
 void* allocate_counted() {
-  static_assert(alignof(counted_node<N>) <= caching_allocator::alignment,
-                "tandem internal: a traced node is aligned beyond the caching allocator's blocks");
-  return caching_allocator::allocate_uncounted(sizeof(counted_node<N>));
+  return node_arena::allocate<sizeof(counted_node<N>), alignof(counted_node<N>)>();
 }
 
 template <class N>
 void destroy_counted(counted_header* header) {
   auto* counted = static_cast<counted_node<N>*>(header);
   counted->~counted_node<N>();
-  caching_allocator::deallocate_uncounted(counted, sizeof(counted_node<N>));
-}
-
-// Whether no second thread was ever started: then a count needs no locked
-// instruction, as std::shared_ptr does with libstdc++. A small graph's call
-// never starts the thread pool, and each locked update cost it about as
-// much as the rest of the bookkeeping together.
-inline bool process_single_threaded() {
-#if defined(__GLIBCXX__)
-  return __gnu_cxx::__is_single_threaded();
-#else
-  return false;
-#endif
+  node_arena::deallocate(counted);
 }
 
 inline void retain(counted_header* header) {
-  if (!header) return;
-  if (process_single_threaded()) ++header->references;
-  else __atomic_fetch_add(&header->references, 1, __ATOMIC_RELAXED);
+  if (header) count_up(header->references);
 }
 
-// The last owner sees a count of one and no other thread can raise it (a
-// copy needs an owner), so it destroys without a locked instruction: most
-// traced nodes have one owner, and a call releases every node it traced.
 inline void release(counted_header* header) {
-  if (!header) return;
-  bool last;
-  if (process_single_threaded()) last = header->references-- == 1;
-  else
-    last = __atomic_load_n(&header->references, __ATOMIC_ACQUIRE) == 1 ||
-           __atomic_fetch_sub(&header->references, 1, __ATOMIC_ACQ_REL) == 1;
-  if (last) header->destroy(header);
+  if (header && count_down(header->references)) header->destroy(header);
 }
 
 // Shared ownership of one immutable node of type N, as a shared_ptr<const N>
@@ -90,7 +60,7 @@ class node_ref {
     try {
       return node_ref(new (memory) counted_node<N>{{1, &destroy_counted<N>}, N{std::forward<Args>(args)...}});
     } catch (...) {
-      caching_allocator::deallocate_uncounted(memory, sizeof(counted_node<N>));
+      node_arena::deallocate(memory);
       throw;
     }
   }
