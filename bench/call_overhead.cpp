@@ -2,10 +2,11 @@
 // under `valgrind --tool=callgrind` with N and 2N calls; the difference over
 // N is one call without the program's start-up.
 //
-//   bench_call_overhead <add-jit | add-eager | ten-jit | ten-eager | weight-jit | weight-eager> <calls>
+//   bench_call_overhead <add-jit | add-eager | ten-jit | ten-eager | weight-jit | weight-eager | layer-jit | layer-eager> <calls>
 //
 // weight-*: `x * w` where w is captured, not passed (a layer's weight),
-// under no_grad as in inference.
+// under no_grad as in inference; layer-*: `relu(x * w + b)`, w and b
+// captured.
 //
 // Wall-clock figures of the same calls are bench_static_graph's.
 
@@ -28,7 +29,8 @@ auto ten_ops = [](const auto& x, const auto& y) {
 
 auto add = [](const auto& x, const auto& y) { return x + y; };
 
-constexpr const char* usage = "<add-jit | add-eager | ten-jit | ten-eager | weight-jit | weight-eager> <calls>";
+constexpr const char* usage =
+    "<add-jit | add-eager | ten-jit | ten-eager | weight-jit | weight-eager | layer-jit | layer-eager> <calls>";
 
 }  // namespace
 
@@ -46,8 +48,12 @@ int main(int argc, char** argv) {
   w.set_requires_grad();
   auto times_w = [&w](const auto& v) { return v * w; };
   auto weight_graph = tandem::jit(times_w);
+  tandem::tensor<float> b = tandem::full<float>({16}, -0.125f);
+  b.set_requires_grad();
+  auto layer = [&w, &b](const auto& v) { return tandem::relu(v * w + b); };
+  auto layer_graph = tandem::jit(layer);
   std::optional<tandem::no_grad> inference;
-  if (which.starts_with("weight-")) inference.emplace();
+  if (which.starts_with("weight-") || which.starts_with("layer-")) inference.emplace();
   float checksum = 0;
   for (long i = 0; i < calls; ++i) {
     if (which == "add-jit") checksum += add_graph(x, y).data()[0];
@@ -56,6 +62,8 @@ int main(int argc, char** argv) {
     else if (which == "ten-eager") checksum += ten_ops(x, y).data()[0];
     else if (which == "weight-jit") checksum += weight_graph(x).data()[0];
     else if (which == "weight-eager") checksum += times_w(x).data()[0];
+    else if (which == "layer-jit") checksum += layer_graph(x).data()[0];
+    else if (which == "layer-eager") checksum += layer(x).data()[0];
     else {
       std::fprintf(stderr, "unknown call: %s\n", argv[1]);
       return 2;
