@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   w.set_requires_grad();
   auto times_w = [&w](const auto& v) { return v * w; };
   auto weight_graph = tandem::jit(times_w);
-  tandem::tensor<float> b = tandem::full<float>({16}, -0.125f);
+  tandem::tensor<float> b = tandem::full<float>({16}, -0.0625f);
   b.set_requires_grad();
   auto layer = [&w, &b](const auto& v) { return tandem::relu(v * w + b); };
   auto layer_graph = tandem::jit(layer);
