@@ -45,18 +45,19 @@ struct node_traits<outputs_node<C...>> : node_traits<void> {
 
 // The root over what f returned: one symbolic value, or a tuple of them.
 template <class Out>
-auto outputs_root(const Out& out) {
-  if constexpr (is_symbolic_v<Out>) {
-    return outputs_node<typename Out::node_type>{make_operands(out)};
+auto outputs_root(Out&& out) {
+  using result = std::remove_cvref_t<Out>;
+  if constexpr (is_symbolic_v<result>) {
+    return outputs_node<typename result::node_type>{make_operands(std::forward<Out>(out))};
   } else {
     return std::apply(
-        []<class... S>(const S&... outs) {
-          static_assert((is_symbolic_v<S> && ...),
+        []<class... S>(S&&... outs) {
+          static_assert((is_symbolic_v<std::remove_cvref_t<S>> && ...),
                         "tandem::jit: the function must return what tandem ops return on its arguments (a symbolic "
                         "value, or a tuple of them); a tensor computed outside the graph cannot be an output");
-          return outputs_node<typename S::node_type...>{make_operands(outs...)};
+          return outputs_node<typename std::remove_cvref_t<S>::node_type...>{make_operands(std::forward<S>(outs)...)};
         },
-        out);
+        std::forward<Out>(out));
   }
 }
 

@@ -63,14 +63,17 @@ struct operand_list<T, Rest...> {
   [[no_unique_address]] operand_list<Rest...> rest;
 };
 
+// Operands are moved in where they are temporaries: a data-holding node's
+// owner copied is a count up, and its temporary's end a count down.
 template <class... T>
-operand_list<T...> make_operands(const T&... x) {
+operand_list<std::remove_cvref_t<T>...> make_operands(T&&... x) {
   if constexpr (sizeof...(T) == 0) {
     return {};
   } else {
-    return [](const auto& first, const auto&... rest) {
-      return operand_list<T...>{first, make_operands(rest...)};
-    }(x...);
+    return [](auto&& first, auto&&... rest) {
+      return operand_list<std::remove_cvref_t<T>...>{std::forward<decltype(first)>(first),
+                                                      make_operands(std::forward<decltype(rest)>(rest)...)};
+    }(std::forward<T>(x)...);
   }
 }
 
