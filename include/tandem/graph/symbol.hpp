@@ -63,8 +63,8 @@ struct operand_list<T, Rest...> {
   [[no_unique_address]] operand_list<Rest...> rest;
 };
 
-// Operands are moved in where they are temporaries: a data-holding node's
-// owner copied is a count up, and its temporary's end a count down.
+// Temporaries are moved in: a copy of a data-holding operand's owner was a
+// count up, and the temporary's end a count down, on every traced call.
 template <class... T>
 operand_list<std::remove_cvref_t<T>...> make_operands(T&&... x) {
   if constexpr (sizeof...(T) == 0) {
