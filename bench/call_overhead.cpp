@@ -2,7 +2,13 @@
 // under `valgrind --tool=callgrind` with N and 2N calls; the difference over
 // N is one call without the program's start-up.
 //
-//   bench_call_overhead <add-jit | add-eager | ten-jit | ten-eager | weight-jit | weight-eager | layer-jit | layer-eager> <calls>
+//   bench_call_overhead <add-jit | add-eager | ten-jit | ten-eager | weight-jit | weight-eager | layer-jit | layer-eager> <calls> [threaded]
+//
+// `threaded` starts (and joins) a thread first, as any program that ran an
+// op on the thread pool has: libstdc++ and tandem then lock every shared
+// count's update they cannot prove is one thread's. Callgrind counts those
+// instructions as one each, yet on the Xeon measured each took about 20
+// cycles (docs/benchmarks/static_graph.md counts them per call).
 //
 // weight-*: `x * w` where w is captured, not passed (a layer's weight),
 // under no_grad as in inference; layer-*: `relu(x * w + b)`, w and b
@@ -14,6 +20,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string_view>
+#include <thread>
 
 #include <tandem/tandem.hpp>
 
@@ -30,17 +37,18 @@ auto ten_ops = [](const auto& x, const auto& y) {
 auto add = [](const auto& x, const auto& y) { return x + y; };
 
 constexpr const char* usage =
-    "<add-jit | add-eager | ten-jit | ten-eager | weight-jit | weight-eager | layer-jit | layer-eager> <calls>";
+    "<add-jit | add-eager | ten-jit | ten-eager | weight-jit | weight-eager | layer-jit | layer-eager> <calls> [threaded]";
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
+  if (argc != 3 && !(argc == 4 && std::string_view(argv[3]) == "threaded")) {
     std::fprintf(stderr, "usage: %s %s\n", argv[0], usage);
     return 2;
   }
   std::string_view which = argv[1];
   long calls = std::atol(argv[2]);
+  if (argc == 4) std::thread([] {}).join();
   tandem::tensor<float> x = tandem::full<float>({16}, 0.5f), y = tandem::full<float>({16}, 1.5f);
   auto add_graph = tandem::jit(add);
   auto ten_graph = tandem::jit(ten_ops);

@@ -17,6 +17,8 @@
 //               call_one_op_* the same for a graph of one op, x + y;
 //               call_captured_* for x * w with w captured (a layer's
 //               weight that requires a gradient), under no_grad;
+//               threaded/call_* the same in a process that has started a
+//               thread;
 //   layer_*     matmul alone and relu(matmul + bias) as static graphs, at
 //               m x k x n = 128x784x256 and 128x256x10: what a matmul
 //               epilogue could save (the second minus the first).
@@ -30,6 +32,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #ifdef TANDEM_BENCH_EIGEN
 #define EIGEN_USE_THREADS
@@ -366,5 +369,29 @@ BENCHMARK(call_captured_static);
 BENCHMARK(call_captured_eager);
 BENCHMARK(call_captured_layer_static);
 BENCHMARK(call_captured_layer_eager);
+
+// The same calls in a process that has started a thread, as any program
+// that ran an op on the thread pool has. libstdc++ and tandem then make
+// every shared count's update a locked instruction, except where they know
+// that only one thread can reach it. Registered last: a process that
+// started a thread stays one, so the calls above run in a process without
+// one only when run alone (`--benchmark_filter='^call_'`).
+template <void (*Call)(benchmark::State&)>
+void in_threaded_process(benchmark::State& state) {
+  static const bool started = [] {
+    std::thread([] {}).join();
+    return true;
+  }();
+  benchmark::DoNotOptimize(started);
+  Call(state);
+}
+BENCHMARK(in_threaded_process<call_static>)->Name("threaded/call_static");
+BENCHMARK(in_threaded_process<call_eager>)->Name("threaded/call_eager");
+BENCHMARK(in_threaded_process<call_one_op_static>)->Name("threaded/call_one_op_static");
+BENCHMARK(in_threaded_process<call_one_op_eager>)->Name("threaded/call_one_op_eager");
+BENCHMARK(in_threaded_process<call_captured_static>)->Name("threaded/call_captured_static");
+BENCHMARK(in_threaded_process<call_captured_eager>)->Name("threaded/call_captured_eager");
+BENCHMARK(in_threaded_process<call_captured_layer_static>)->Name("threaded/call_captured_layer_static");
+BENCHMARK(in_threaded_process<call_captured_layer_eager>)->Name("threaded/call_captured_layer_eager");
 
 BENCHMARK_MAIN();

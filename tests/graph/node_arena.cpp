@@ -88,6 +88,19 @@ TEST_CASE("node_arena: a node freed on another thread, after its thread moved on
   CHECK(kept.empty());
 }
 
+TEST_CASE("node_arena: a node freed on another thread while its chunk is still its maker's") {
+  // The maker's own frees and the other thread's are counted apart; with
+  // both in, the chunk is empty and starts over.
+  void* kept = small_block();
+  void* mine = small_block();
+  std::thread dropper([kept] { node_arena::deallocate(kept); });
+  dropper.join();
+  node_arena::deallocate(mine);
+  void* again = small_block();
+  CHECK(again == kept);
+  node_arena::deallocate(again);
+}
+
 TEST_CASE("node_arena: threads making and dropping nodes at once") {
   std::vector<std::thread> threads;
   std::array<int, 4> wrong{};

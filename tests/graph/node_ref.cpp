@@ -1,12 +1,14 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cstdint>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "tandem/graph/node_ref.hpp"
 
+using tandem::detail::confined_call;
 using tandem::detail::node_ref;
 
 namespace {
@@ -69,6 +71,69 @@ TEST_CASE("node_ref: owners on several threads") {
     CHECK(destroyed == 0);
   }
   CHECK(destroyed == 1);
+}
+
+TEST_CASE("node_ref: a node made in a confined call, kept past it and shared with other threads") {
+  // Inside the call its counts are plain; once the call is over, every
+  // thread's are atomic, the maker's included.
+  std::thread([] {}).join();
+  int destroyed = 0;
+  std::vector<node_ref<counting_node>> kept;
+  {
+    confined_call call;
+    auto made = node_ref<counting_node>::make(5, &destroyed);
+    for (int i = 0; i < 8; ++i) kept.push_back(made);
+    node_ref<counting_node> dropped = made;
+  }
+  CHECK(destroyed == 0);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&kept, &wrong, t] {
+      for (int i = 0; i < 10000; ++i) {
+        node_ref<counting_node> copy = kept[t];
+        if (copy->value != 5) ++wrong;
+      }
+      kept[t] = node_ref<counting_node>();
+    });
+  for (int i = 0; i < 10000; ++i) {
+    confined_call another;
+    node_ref<counting_node> copy = kept[4];
+    if (copy->value != 5) ++wrong;
+  }
+  for (auto& thread : threads) thread.join();
+  CHECK(wrong == 0);
+  CHECK(destroyed == 0);
+  kept.clear();
+  CHECK(destroyed == 1);
+}
+
+TEST_CASE("confined_call: a nested call stays in the outer region; every call has a region of its own") {
+  CHECK(confined_call::current() == 0);
+  std::uint64_t first = 0, second = 0, other_thread = 0;
+  {
+    confined_call outer;
+    first = confined_call::current();
+    {
+      confined_call nested;
+      CHECK(confined_call::current() == first);
+    }
+    CHECK(confined_call::current() == first);
+    std::thread([&] {
+      confined_call elsewhere;
+      other_thread = confined_call::current();
+    }).join();
+  }
+  CHECK(confined_call::current() == 0);
+  {
+    confined_call next;
+    second = confined_call::current();
+  }
+  CHECK(first != 0);
+  CHECK(second != first);
+  CHECK(other_thread != 0);
+  CHECK(other_thread != first);
+  CHECK(other_thread != second);
 }
 
 }  // namespace

@@ -35,6 +35,12 @@ inline bool count_down(int& references) {
          __atomic_fetch_sub(&references, 1, __ATOMIC_ACQ_REL) == 1;
 }
 
+// Adds `by` to the count and returns the sum.
+inline int count_add(int& references, int by) {
+  if (process_single_threaded()) return references += by;
+  return __atomic_add_fetch(&references, by, __ATOMIC_ACQ_REL);
+}
+
 // The count as its owner reads it, after every other thread's last update.
 inline int count_now(const int& references) {
   if (process_single_threaded()) return references;

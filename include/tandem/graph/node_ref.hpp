@@ -7,10 +7,12 @@
 // graph with its gradient. Here the count lives in a header in front of the
 // node, and the only function per type is the one that deletes it.
 
+#include <cstdint>
 #include <new>
 #include <utility>
 
 #include "tandem/detail/reference_count.hpp"
+#include "tandem/graph/confined_call.hpp"
 #include "tandem/graph/node_arena.hpp"
 
 namespace tandem::detail {
@@ -18,6 +20,8 @@ namespace tandem::detail {
 struct counted_header {
   int references;
   void (*destroy)(counted_header*);
+  // The confined call the node was made in (confined_call.hpp).
+  std::uint64_t region;
 };
 
 template <class N>
@@ -40,12 +44,22 @@ void destroy_counted(counted_header* header) {
   node_arena::deallocate(counted);
 }
 
+// Whether only this thread can reach the node: it was made in the call
+// this thread is in.
+inline bool confined_to_this_thread(const counted_header* header) {
+  return header->region == confined_call::current();
+}
+
 inline void retain(counted_header* header) {
-  if (header) count_up(header->references);
+  if (!header) return;
+  if (confined_to_this_thread(header)) ++header->references;
+  else count_up(header->references);
 }
 
 inline void release(counted_header* header) {
-  if (header && count_down(header->references)) header->destroy(header);
+  if (!header) return;
+  if (confined_to_this_thread(header) ? header->references-- == 1 : count_down(header->references))
+    header->destroy(header);
 }
 
 // Shared ownership of one immutable node of type N, as a shared_ptr<const N>
@@ -58,7 +72,8 @@ class node_ref {
   static node_ref make(Args&&... args) {
     void* memory = allocate_counted<N>();
     try {
-      return node_ref(new (memory) counted_node<N>{{1, &destroy_counted<N>}, N{std::forward<Args>(args)...}});
+      return node_ref(new (memory) counted_node<N>{{1, &destroy_counted<N>, confined_call::for_new_node()},
+                                                   N{std::forward<Args>(args)...}});
     } catch (...) {
       node_arena::deallocate(memory);
       throw;

@@ -18,6 +18,7 @@
 
 #include "tandem/autograd/functional.hpp"
 #include "tandem/autograd/record.hpp"
+#include "tandem/graph/confined_call.hpp"
 #include "tandem/graph/dump.hpp"
 #include "tandem/graph/execute.hpp"
 #include "tandem/graph/join.hpp"
@@ -224,6 +225,7 @@ class static_graph {
   // output is copied there.
   template <bool OnDevice, class T, class... A>
   void run_into(device where, const tensor<T>& out, const A&... a) const {
+    detail::confined_call on_this_thread;
     auto root = trace(a...);
     // Two different values of one scalar-holding type (sharing.hpp): as
     // with jit disabled.
@@ -242,6 +244,7 @@ class static_graph {
 
   template <bool OnDevice, class... A>
   auto train(device where, const A&... a) const {
+    detail::confined_call on_this_thread;
     auto root = trace(a...);
     auto keys = output_keys(root);
     static_assert(keys.size() == 1, "tandem::jit: a training step's function must return one value, its loss");
@@ -264,6 +267,7 @@ class static_graph {
 
   template <bool OnDevice, class... A, std::size_t... I>
   auto run(std::index_sequence<I...>, bool unit_seed, bool unit_seed_value_read, device where, const A&... a) const {
+    detail::confined_call on_this_thread;
     auto root = trace(a...);
     // Two different values of one scalar-holding type (sharing.hpp): as
     // with jit disabled.
