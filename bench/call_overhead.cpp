@@ -7,8 +7,8 @@
 // `threaded` starts (and joins) a thread first, as any program that ran an
 // op on the thread pool has: libstdc++ and tandem then lock every shared
 // count's update they cannot prove is one thread's. Callgrind counts those
-// instructions as one each, yet on the Xeon measured each took about 20
-// cycles (docs/benchmarks/static_graph.md counts them per call).
+// instructions as one each, yet on the Xeon measured each took about 6 ns
+// (docs/benchmarks/static_graph.md counts them per call).
 //
 // weight-*: `x * w` where w is captured, not passed (a layer's weight),
 // under no_grad as in inference; layer-*: `relu(x * w + b)`, w and b
