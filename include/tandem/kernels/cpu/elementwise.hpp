@@ -69,16 +69,22 @@ inline output_writes output_writes_for(std::int64_t bytes) {
 // Whether a streaming row prefetches its inputs (simd_row says why).
 inline bool prefetches_streamed_inputs() { return intel_cpu(); }
 
-// The most instructions per line moved at which a row streams (streaming_pays).
-// The bound differs by CPU. On the Intel Xeon measured, every loop gained
-// from streaming: issue 15's tanh chain (24 per line in AVX-512 batches)
-// ran 1.36x faster on one thread. On Zen 4, 16M floats, hand loops written
-// both ways as tandem's rows write them (bench/streaming.cpp): -x (0.5 per
-// line) and the 8-op polynomial chain (4 per line in AVX-512 batches, 8 in
-// AVX2's) ran 1.2-1.7x faster streamed, exp and issue 15's tanh chain (20
-// and more) 1.15-1.4x slower, on one thread and on two
-// (docs/benchmarks/cpu_kernels.md). So, except on Intel's CPUs, 12.
-inline std::int64_t streamed_instructions_per_line() { return intel_cpu() ? std::int64_t{1} << 40 : 12; }
+// The most instructions per line moved at which a row in batches of
+// `batches` streams (streaming_pays). The bound differs by CPU. On
+// Zen 4, 16M floats, hand loops written both ways as tandem's rows write
+// them (bench/streaming.cpp): -x (0.5 per line) and the 8-op polynomial
+// chain (4 per line in AVX-512 batches, 8 in AVX2's) ran 1.2-1.7x faster
+// streamed, exp and issue 15's tanh chain (20 and more) 1.15-1.4x slower,
+// on one thread and on two (docs/benchmarks/cpu_kernels.md). So 12. Intel's
+// Xeons gain from streaming far longer, and their points fit a bound per
+// batch, not per line: issue 15's tanh chain (about 24 per batch and line
+// moved, in either ISA's batches) ran 1.05-2x faster streamed, the six-op
+// static gradient (about 43 per batch and line moved: sin, cos and exp,
+// two inputs, two outputs) 1.15-1.3x slower, in AVX2 and AVX-512 batches,
+// on one thread and on two. So 32 per batch there.
+inline std::int64_t streamed_instructions_per_line(std::int64_t batches) {
+  return intel_cpu() ? 32 * batches : 12;
+}
 
 // M outputs sharing one layout, written by an op that returns
 // std::array<V, M>; a single output is a plain pointer.
@@ -206,15 +212,17 @@ TANDEM_ALWAYS_INLINE void unstage(const output_set<C, M>& out, std::int64_t stri
     for (std::int64_t l = 0; l < n; ++l) out.data[k][l * stride] = buffers[k][l];
 }
 
+template <class Batch>
+inline constexpr std::int64_t batches_per_line = std::max<std::int64_t>(1, 64 / std::int64_t{sizeof(Batch)});
+
 // Streaming stores pay where a row waits on memory, and cost where it waits
 // on its arithmetic: a row streams where its op's instructions per 64-byte
 // line it reads or writes are at most `bound`.
 template <class Op, class Batch, std::size_t Outputs, std::size_t Inputs>
 TANDEM_ALWAYS_INLINE bool streaming_pays(const std::array<std::int64_t, Inputs>& stride, std::int64_t bound) {
-  constexpr std::int64_t batches_per_line = std::max<std::int64_t>(1, 64 / std::int64_t{sizeof(Batch)});
   std::int64_t lines = Outputs;
   for (const std::int64_t s : stride) lines += s != 0;
-  return op_instructions_per_batch<Op>() * batches_per_line <= bound * lines;
+  return op_instructions_per_batch<Op>() * batches_per_line<Batch> <= bound * lines;
 }
 
 // A row on SIMD batches, in blocks. Where the output's stride is 1 and each
@@ -249,7 +257,7 @@ TANDEM_ALWAYS_INLINE void simd_row(const Op& op, std::int64_t n, Out out, std::i
   bool unit = out_stride == 1;
   for (auto s : stride) unit = unit && (s == 0 || s == 1);
   const std::int64_t lead = unit && writes == output_writes::streaming && n >= 32 * w &&
-                                    streaming_pays<Op, batch, output_count<Out>>(stride, streamed_instructions_per_line())
+                                    streaming_pays<Op, batch, output_count<Out>>(stride, streamed_instructions_per_line(batches_per_line<batch>))
                                 ? elements_to_line(out)
                                 : -1;
   const bool streams = lead >= 0;
