@@ -257,7 +257,8 @@ TANDEM_ALWAYS_INLINE void simd_row(const Op& op, std::int64_t n, Out out, std::i
   bool unit = out_stride == 1;
   for (auto s : stride) unit = unit && (s == 0 || s == 1);
   const std::int64_t lead = unit && writes == output_writes::streaming && n >= 32 * w &&
-                                    streaming_pays<Op, batch, output_count<Out>>(stride, streamed_instructions_per_line(batches_per_line<batch>))
+                                    streaming_pays<Op, batch, output_count<Out>>(
+                                        stride, streamed_instructions_per_line(batches_per_line<batch>))
                                 ? elements_to_line(out)
                                 : -1;
   const bool streams = lead >= 0;
