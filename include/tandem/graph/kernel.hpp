@@ -121,12 +121,13 @@ struct group_kernel {
   TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE value_with_adjoints<V, n_operands> value_and_adjoints(
       const V& g, const std::array<V, n_operands>& in) const {
     std::array<V, n_classes> value = values(in);
-    std::array<V, n_classes> adjoint;
-    std::array<V, n_operands> result;
     // Sums start from -0, not +0: -0 + g is g for every g, so the compiler
-    // drops the first addition into each (most have only one).
-    adjoint.fill(V(compute_type(-0.0)));
-    result.fill(V(compute_type(-0.0)));
+    // drops the first addition into each (most have only one). Filled
+    // element by element, not by fill(): GCC kept a filled array on the
+    // stack and ran a store loop per batch (the six-op gradient's row,
+    // AVX2 on Zen 5: docs/benchmarks/cpu_kernels.md).
+    std::array<V, n_classes> adjoint = filled<n_classes>(V(compute_type(-0.0)));
+    std::array<V, n_operands> result = filled<n_operands>(V(compute_type(-0.0)));
     adjoint[n_classes - 1] = g;
     [&]<std::size_t... I>(std::index_sequence<I...>) TANDEM_INLINE_LAMBDA {
       (back<n_classes - 1 - I>(value, adjoint, result, in), ...);
@@ -144,6 +145,13 @@ struct group_kernel {
   }
 
  private:
+  template <std::size_t N, class V>
+  TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE static std::array<V, N> filled(const V& v) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) TANDEM_INLINE_LAMBDA {
+      return std::array<V, N>{((void)I, v)...};
+    }(std::make_index_sequence<N>{});
+  }
+
   // The value read through operand slot K of the group's class I.
   template <std::size_t I, std::size_t K, class V>
   TANDEM_HOST_DEVICE TANDEM_ALWAYS_INLINE V read(const std::array<V, n_classes>& value,
