@@ -2,9 +2,10 @@
 # The quick start. `./tandem.sh demo` and `./tandem.sh test` install what is
 # missing (Debian packages), configure, build, and run the main demo or the
 # whole test suite; `./tandem.sh bench` builds the benchmarks (into
-# build/release/bench) and runs each once; `./tandem.sh sanitize` runs the
-# suite under ASan and UBSan, `./tandem.sh clang` builds and runs it with clang, and
-# `./tandem.sh portable` with clang for x86-64-v2 (SSE4.2, no AVX). `./tandem.sh tsan`
+# build/release/bench) and runs each once; `./tandem.sh sanitize` builds the
+# suite with clang for x86-64-v2 (SSE4.2, no AVX) and runs it under ASan and
+# UBSan, `./tandem.sh clang` builds and runs it with clang, and
+# `./tandem.sh portable` with clang for x86-64-v2, unsanitized. `./tandem.sh tsan`
 # runs the tests that start threads under ThreadSanitizer, and
 # `./tandem.sh fuzz [seconds]` each libFuzzer target (clang) for that long,
 # 60 s by default. `./tandem.sh demo --device cuda` and `./tandem.sh cuda`
@@ -99,10 +100,18 @@ case "${1:-}" in
     echo "tandem: benchmarks built and run once each (build/release/bench)"
     ;;
   sanitize | portable | tsan)
-    if [ "$1" = portable ]; then install_missing clang; else install_missing; fi
+    # clang's sanitizer runtimes are libclang-rt's, which clang only recommends.
+    case "$1" in
+      sanitize) install_missing clang libclang-rt-14-dev ;;
+      portable) install_missing clang ;;
+      *) install_missing ;;
+    esac
     cmake --preset "$1" >/dev/null
     cmake --build --preset "$1" -j "$jobs"
     ctest --preset "$1" -j "$jobs"
+    # The SSE4.2 build once more with the AVX2 or AVX-512 kernel builds the
+    # CPU has, as a binary built for plain x86-64 runs them.
+    if [ "$1" = sanitize ]; then ctest --preset sanitize-dispatched -j "$jobs"; fi
     ;;
   fuzz)
     # libFuzzer's runtime is libclang-rt's, which clang only recommends.

@@ -107,6 +107,48 @@ TEST_CASE("capture: ops chained in registers equal eager in every operand positi
   check_register_chains<double>();
 }
 
+// Chain kernels whose block is four times the real ones', as the AVX-512
+// chain's is to the SSE one's: a region of a program built for SSE runs the
+// AVX-512 chain where the library's builds are dispatched. It recognizes and
+// runs ops as the real kernels do, and counts the runs that are not whole
+// blocks of its own.
+struct wide_chain_kernels {
+  static inline const tandem::detail::chain_kernels* real = nullptr;
+  static inline std::atomic<int> runs{0};
+  static inline std::atomic<int> partial_runs{0};
+  static tandem::detail::register_code code_of(tandem::detail::row_function row) { return real->code_of(row); }
+  static std::int64_t block(std::size_t element_size) { return 4 * real->block(element_size); }
+  static void run(std::size_t element_size, const tandem::detail::chain_step* steps, std::size_t count,
+                  std::int64_t n) {
+    ++runs;
+    if (n % block(element_size) != 0) ++partial_runs;
+    real->run(element_size, steps, count, n);
+  }
+  static constexpr tandem::detail::chain_kernels kernels{&code_of, &run, &block};
+};
+
+TEST_CASE("capture: a region cuts its tiles by the block of the chain kernels it runs, not its own") {
+  using namespace tandem::detail;
+  auto captured = capture(chain);
+  tensor<float> warm = random_tensor<float>({1000}, -2, 2, 9);
+  captured(warm);  // installs the chain kernels
+  wide_chain_kernels::real = chain_kernels_in_use();
+  REQUIRE(wide_chain_kernels::real != nullptr);
+  struct restored {
+    const chain_kernels* before = dispatched_chain_kernels.exchange(&wide_chain_kernels::kernels);
+    ~restored() { dispatched_chain_kernels.store(before); }
+  } wide;
+  // Tiles are capture_tile (512) elements, the last the rest: 448 is whole
+  // blocks of the real kernels (AVX-512: 64 floats, AVX2: 32), not of these.
+  for (std::int64_t n : {960, 4544, 20928, 1000003}) {
+    tensor<float> x = random_tensor<float>({n}, -2, 2, 10);
+    for (int call = 0; call < 2; ++call)
+      check_identical(captured(x), chain(x), "n = " + std::to_string(n) + ", call " + std::to_string(call));
+  }
+  CHECK(wide_chain_kernels::runs > 0);
+  CHECK(wide_chain_kernels::partial_runs == 0);
+}
+
 TEST_CASE("capture: a second call of the same structure reuses its variant, whatever the scalars") {
   float scale = 0.5f;
   auto f = capture([&](const tensor<float>& x) { return tanh(x * scale) + scale; });

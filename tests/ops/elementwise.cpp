@@ -103,7 +103,10 @@ TEST_CASE("float tanh is good to 6 ulp on the whole float line, alike in its sca
                                          std::bit_cast<std::uint32_t>(y[i]);
   }
   CHECK(worst < 6);
-  CHECK(scalar_agrees);
+  // The scalar form is this program's code; the eager op is a kernel build's
+  // where one above the program's level runs (a program built for SSE4.2 on
+  // an AVX-512 machine), and FMA there rounds differently (docs/concepts.md).
+  if (kernel_instruction_set() == compiled_instruction_set) CHECK(scalar_agrees);
 
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   // The batch form clamps to [-9, 9], which gives +-1 beyond only because

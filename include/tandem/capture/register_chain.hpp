@@ -205,21 +205,25 @@ void run_chain_of(std::size_t, const chain_step*, std::size_t, std::int64_t) {}
 
 }  // inline namespace TANDEM_KERNEL_ISA
 
-// The chain's two entries. Its kernels (every op of the list, unrolled, per
+// The chain's entries. Its kernels (every op of the list, unrolled, per
 // element type) are heavy to compile: a region reaches them through these
 // pointers, which capture() installs (capture/capture.hpp), so that only
 // translation units that capture instantiate them. Until then regions run
-// their ops as rows.
+// their ops as rows. `block` is the kernels' own chain_block: a region
+// built for SSE runs the AVX-512 chain where the library's builds are
+// dispatched, and must split its tiles by that chain's width, not its own
+// (by its own, the chain ran past the tile).
 struct chain_kernels {
   register_code (*code_of)(row_function);
   void (*run)(std::size_t element_size, const chain_step* steps, std::size_t count, std::int64_t n);
+  std::int64_t (*block)(std::size_t element_size);
 };
 
 inline namespace TANDEM_KERNEL_ISA {
 
 template <class Ops = register_ops>
 const chain_kernels* chain_kernels_for() {
-  static constexpr chain_kernels kernels{&register_code_of<Ops>, &run_chain_of<Ops>};
+  static constexpr chain_kernels kernels{&register_code_of<Ops>, &run_chain_of<Ops>, &chain_block};
   return &kernels;
 }
 

@@ -377,7 +377,7 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
     bool all_chained = true;
     for (const chain_segment& g : segments) {
       all_chained = all_chained && g.element_size != 0;
-      if (g.element_size && key.numel >= chain_block(g.element_size))
+      if (g.element_size && key.numel >= chains->block(g.element_size))
         chained += static_cast<std::int64_t>(g.last - g.first);
     }
     // Runs the region over [begin, end); the reduced value, where it lives
@@ -430,7 +430,7 @@ TANDEM_LIBRARY_FUNCTION void capture_session::execute(const region_key& key, con
         for (const chain_segment& g : segments) {
           std::int64_t done = 0;
           if (g.element_size) {
-            const std::int64_t block = chain_block(g.element_size);
+            const std::int64_t block = chains->block(g.element_size);
             done = length / block * block;
             // A short tile with a tail (a batch norm's rows of 14x14 pixels)
             // runs as rows: the tail would cost each step a row call of its
