@@ -34,6 +34,16 @@ configure() {
   cmake --preset release >/dev/null
 }
 
+# Configures, builds and runs the tests of one preset (extra arguments go to
+# its configure step).
+build_and_test() {
+  local preset=$1
+  shift
+  cmake --preset "$preset" "$@" >/dev/null
+  cmake --build --preset "$preset" -j "$jobs"
+  ctest --preset "$preset" -j "$jobs"
+}
+
 # The CUDA build (the `cuda` preset, build/cuda): nvcc from PATH, CUDACXX or
 # /usr/local/cuda. It builds where no GPU is (its programs then say so).
 configure_cuda() {
@@ -99,32 +109,26 @@ case "${1:-}" in
     done
     echo "tandem: benchmarks built and run once each (build/release/bench)"
     ;;
-  sanitize | portable | tsan)
+  sanitize)
     # clang's sanitizer runtimes are libclang-rt's, which clang only recommends.
-    case "$1" in
-      sanitize) install_missing clang libclang-rt-14-dev ;;
-      portable) install_missing clang ;;
-      *) install_missing ;;
-    esac
-    cmake --preset "$1" >/dev/null
-    cmake --build --preset "$1" -j "$jobs"
-    ctest --preset "$1" -j "$jobs"
+    install_missing clang libclang-rt-14-dev
+    build_and_test sanitize
     # The SSE4.2 build once more with the AVX2 or AVX-512 kernel builds the
     # CPU has, as a binary built for plain x86-64 runs them.
-    if [ "$1" = sanitize ]; then ctest --preset sanitize-dispatched -j "$jobs"; fi
+    ctest --preset sanitize-dispatched -j "$jobs"
+    ;;
+  portable | clang)
+    install_missing clang
+    build_and_test "$1"
+    ;;
+  tsan)
+    install_missing
+    build_and_test tsan
     ;;
   fuzz)
     # libFuzzer's runtime is libclang-rt's, which clang only recommends.
     install_missing clang libclang-rt-14-dev
-    cmake --preset fuzz -DTANDEM_FUZZ_SECONDS="${2:-60}" >/dev/null
-    cmake --build --preset fuzz -j "$jobs"
-    ctest --preset fuzz -j "$jobs"
-    ;;
-  clang)
-    install_missing clang
-    cmake --preset clang >/dev/null
-    cmake --build --preset clang -j "$jobs"
-    ctest --preset clang -j "$jobs"
+    build_and_test fuzz -DTANDEM_FUZZ_SECONDS="${2:-60}"
     ;;
   *)
     echo "usage: ./tandem.sh demo [--device cuda] | test | bench | cuda | sanitize | clang | portable | tsan | fuzz [seconds]" >&2
