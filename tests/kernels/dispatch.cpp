@@ -173,11 +173,15 @@ TEST_CASE("every build multiplies matrices as the reference does; AVX2 and AVX-5
   // panel of one or two rows (its sums in registers on AVX2 too).
   // 128x256x10, 130x257x7, 5x33x12 and 9x1300x11 are summed along the
   // depth (16 sums in one AVX-512 register or two AVX2 ones; 9x1300x11 in
-  // AVX2's pairs of rows), 130x257x7 with A transposed (packed) too, its
-  // depth and rows ending mid-chunk and mid-tile.
+  // AVX2's pairs of rows), 130x257x7 with A transposed too, its depth and
+  // rows ending mid-chunk and mid-tile: C's rows in the lanes, as
+  // 256x128x10's (the MLP's H^T G); 20x300x10 with A transposed has rows
+  // for AVX2's 16-row tiles of that kernel, not AVX-512's 32, which packs A
+  // into depth-long rows.
   for (const product_shape s : {product_shape{1, 1, 1}, product_shape{7, 17, 33}, product_shape{128, 256, 10},
                                 product_shape{25, 20, 16}, product_shape{65, 300, 129}, product_shape{13, 1024, 70},
-                                product_shape{130, 257, 7, true}, product_shape{5, 33, 12},
+                                product_shape{130, 257, 7, true}, product_shape{256, 128, 10, true},
+                                product_shape{20, 300, 10, true}, product_shape{5, 33, 12},
                                 product_shape{9, 1300, 11}}) {
     const tensor<float> a = s.transposed_a ? test::random_tensor<float>({s.k, s.m}, -1, 1, 5).transpose(0, 1)
                                          : test::random_tensor<float>({s.m, s.k}, -1, 1, 5);

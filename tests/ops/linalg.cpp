@@ -193,3 +193,35 @@ TEST_CASE("products of up to 12 columns, summed along the depth: tails, every la
   CHECK(one == many);
   CHECK(one == in_place);
 }
+
+TEST_CASE("few columns with A a transposed view, C's rows in the lanes: the bits of A contiguous") {
+  // A's stored rows a power of two long (an MLP's H^T) and not, inside a
+  // wider buffer, rows below and around the 16- and 32-row tiles and their
+  // tails, 1 to 12 columns (in chunks of up to 6 on AVX2, one chunk on
+  // AVX-512; below 4 stored one float at a time), depths around 16, B
+  // contiguous and a transposed view (copied into rows).
+  std::uint64_t seed = 70;
+  for (auto [m, k, n] : std::vector<std::array<std::int64_t, 3>>{{256, 128, 10},
+                                                                  {16, 784, 9},
+                                                                  {33, 47, 1},
+                                                                  {31, 32, 3},
+                                                                  {64, 100, 4},
+                                                                  {50, 257, 7},
+                                                                  {97, 64, 12},
+                                                                  {40, 1300, 11}}) {
+    const std::string size = std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n);
+    tensor<float> wide = test::random_tensor<float>({k, m + 3}, -1, 1, seed++);
+    const tensor<float> a = wide.slice(1, 1, m + 1).transpose(0, 1);
+    const tensor<float> b = test::random_tensor<float>({k, n}, -1, 1, seed++);
+    tensor<float> b_flipped = empty<float>({n, k});
+    b_flipped.assign(b.transpose(0, 1));
+    const tensor<float> contiguous_a = a.contiguous();
+    const std::vector<double> want = reference_matmul(contiguous_a, b, m, k, n);
+    const std::vector<float> in_place = matmul(contiguous_a, b).to_vector();
+    for (const tensor<float>& b_view : {b, b_flipped.transpose(0, 1)}) {
+      INFO(size, b_view.is_contiguous() ? ", B contiguous" : ", B transposed");
+      check_values(matmul(a, b_view), {m, n}, want, size, 1e-5, 1e-5);
+      CHECK(matmul(a, b_view).to_vector() == in_place);
+    }
+  }
+}
