@@ -64,7 +64,24 @@ case "${1:-}" in
   demo)
     install_missing
     shift
-    if [[ " $* " == *" --device cuda "* ]]; then
+    if [[ " $* " == *" --model gpt "* ]]; then
+      # The King James Bible as text, one verse a line (Debian's reader).
+      install_missing bible-kjv bible-kjv-text
+      corpus=build/data/kjv.txt
+      if [ ! -s "$corpus" ] || [ "$(wc -l <"$corpus")" -ne 31102 ]; then
+        mkdir -p build/data
+        bible -f "Gen1:1-Rev22:21" >"$corpus.partial"
+        verses=$(wc -l <"$corpus.partial")
+        if [ "$verses" -ne 31102 ]; then
+          echo "tandem: bible -f printed $verses verses, not the 31102 of the King James Bible" >&2
+          exit 1
+        fi
+        mv "$corpus.partial" "$corpus"
+      fi
+      configure
+      cmake --build --preset release --target gpt -j "$jobs"
+      ./build/release/examples/gpt --data "$corpus" "$@"
+    elif [[ " $* " == *" --device cuda "* ]]; then
       configure_cuda
       cmake --build --preset cuda --target demo -j "$jobs"
       ./build/cuda/examples/demo "$@"
@@ -82,8 +99,9 @@ case "${1:-}" in
     ctest --preset cuda -j "$jobs"
     ;;
   test)
-    # Open MPI: the collectives' tests (tandem::dist) run as 2 and 4 ranks.
-    install_missing libopenmpi-dev openmpi-bin
+    # Open MPI: the collectives' tests (tandem::dist) run as 2 and 4 ranks;
+    # the King James Bible: the GPT demo's quick run.
+    install_missing libopenmpi-dev openmpi-bin bible-kjv bible-kjv-text
     configure
     cmake --build --preset release -j "$jobs"
     ctest --preset release -j "$jobs"

@@ -109,6 +109,41 @@ TEST_CASE("learning-rate schedules") {
   CHECK(other.learning_rate() == doctest::Approx(0.1 + 0.9 * 0.5 * (1 + std::cos(3.14159265358979 / 4))));
   for (int i = 0; i < 5; ++i) cosine.step();
   CHECK(other.learning_rate() == doctest::Approx(0.1));
+
+  // The GPT baseline's: 1e-3 * min(1, (s + 1) / 100) * (0.1 + 0.9 * (1 + cos(pi * min(1, s / T))) / 2).
+  nn::adamw adam(h.named_parameters(), {.lr = 1e-3});
+  nn::warmup_cosine_schedule warm(adam, 100, 1000, 1e-4);
+  for (std::int64_t s = 0; s < 1200; ++s) {
+    const double want = 1e-3 * std::min(1.0, (s + 1) / 100.0) *
+                        (0.1 + 0.9 * 0.5 * (1 + std::cos(3.14159265358979 * std::min(1.0, s / 1000.0))));
+    REQUIRE(adam.learning_rate() == doctest::Approx(want).epsilon(1e-12));
+    warm.step();
+  }
+  CHECK_THROWS_AS(nn::warmup_cosine_schedule(adam, -1, 10), value_error);
+  CHECK_THROWS_AS(nn::warmup_cosine_schedule(adam, 1, 0), value_error);
+}
+
+TEST_CASE("clip_grad_norm scales gradients over the norm to it, on .grad and in a step's hook") {
+  holder h(5);
+  auto params = h.named_parameters();
+  sum(square(h.w) * 50.0).backward();
+  tensor<double> before = h.w.grad().clone();
+  const double norm = std::sqrt(sum(square(before)).item());
+  REQUIRE(norm > 1);
+  CHECK(nn::clip_grad_norm(params, 1.0) == doctest::Approx(norm));
+  test::check_values(h.w.grad(), before * (1 / (norm + 1e-6)), "clipped");
+  CHECK(std::sqrt(sum(square(h.w.grad())).item()) == doctest::Approx(1.0).epsilon(1e-5));
+  // Under the limit: untouched.
+  tensor<double> small = h.w.grad().clone();
+  CHECK(nn::clip_grad_norm(params, 10.0) == doctest::Approx(1.0).epsilon(1e-5));
+  test::check_values(h.w.grad(), small, "under the limit");
+
+  nn::step_gradients gradients{{}, {before.clone()}, {}, {h.w}};
+  auto seen = std::make_shared<double>(0);
+  nn::clip_grad_norm(2.0, seen)(gradients);
+  CHECK(*seen == doctest::Approx(norm));
+  test::check_values(gradients.doubles[0], before * (2 / (norm + 1e-6)), "hook");
+  CHECK_THROWS_AS(nn::clip_grad_norm(0.0), value_error);
 }
 
 #if TANDEM_FLUSHES_SUBNORMALS

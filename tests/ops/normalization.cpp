@@ -199,3 +199,47 @@ TEST_CASE("batch_normalize names its shape mistakes") {
   CHECK_THROWS_AS(batch_normalize(zeros<double>({0, 3}), w, b, 1e-5), shape_error);
   CHECK_THROWS_AS(batch_normalize(zeros<double>({2, 3}), w, b, 0.0), value_error);
 }
+
+TEST_CASE_TEMPLATE("layer_norm and rms_norm equal double loops over their last axes", T, float, double) {
+  for (std::int64_t inner : {1, 7, 17, 33}) {
+    tensor<double> x = test::random_tensor<double>({3, 2, inner}, -3, 3, static_cast<std::uint64_t>(inner));
+    tensor<double> w = test::random_tensor<double>({2, inner}, 0.5, 1.5, 7), b = test::random_tensor<double>({2, inner}, -1, 1, 8);
+    std::vector<double> layer, last, rms;
+    const std::int64_t group = 2 * inner;
+    for (std::int64_t r = 0; r < 3; ++r) {
+      double mean = 0, var = 0, squares = 0, last_mean = 0;
+      for (std::int64_t e = 0; e < group; ++e) mean += x.at(r, e / inner, e % inner) / group;
+      for (std::int64_t e = 0; e < group; ++e) {
+        const double v = x.at(r, e / inner, e % inner);
+        var += (v - mean) * (v - mean) / group;
+        squares += v * v / group;
+      }
+      for (std::int64_t e = 0; e < group; ++e) {
+        const double v = x.at(r, e / inner, e % inner);
+        layer.push_back((v - mean) / std::sqrt(var + 1e-5) * w.at(e / inner, e % inner) + b.at(e / inner, e % inner));
+        rms.push_back(v / std::sqrt(squares + 1e-6) * w.at(e / inner, e % inner));
+      }
+      for (std::int64_t h = 0; h < 2; ++h) {
+        double m = 0, s = 0;
+        for (std::int64_t e = 0; e < inner; ++e) m += x.at(r, h, e) / inner;
+        for (std::int64_t e = 0; e < inner; ++e) s += (x.at(r, h, e) - m) * (x.at(r, h, e) - m) / inner;
+        for (std::int64_t e = 0; e < inner; ++e) last.push_back((x.at(r, h, e) - m) / std::sqrt(s + 0.1));
+        (void)last_mean;
+      }
+    }
+    const tensor<T> xt = x.astype<T>(), wt = w.astype<T>(), bt = b.astype<T>();
+    test::check_values(layer_norm(xt, {2, inner}, wt, bt), {3, 2, inner}, layer, "layer_norm", 1e-5, 1e-5);
+    test::check_values(layer_norm(xt.transpose(0, 1).contiguous().transpose(0, 1), {inner}, 0.1), {3, 2, inner}, last,
+                       "layer_norm over the last axis, strided", 1e-5, 1e-5);
+    test::check_values(rms_norm(xt, {2, inner}, wt), {3, 2, inner}, rms, "rms_norm", 1e-5, 1e-5);
+  }
+}
+
+TEST_CASE("layer_norm and rms_norm: gradients, and the shapes they refuse") {
+  tensor<double> x = test::random_tensor<double>({3, 5}, -2, 2, 9), w = test::random_tensor<double>({5}, 0.5, 1.5, 10);
+  tensor<double> b = test::random_tensor<double>({5}, -1, 1, 11);
+  test::check_gradients([](const auto& a) { return layer_norm(a[0], {5}, a[1], a[2]); }, {x, w, b}, "layer_norm");
+  test::check_gradients([](const auto& a) { return rms_norm(a[0], {5}, a[1]); }, {x, w}, "rms_norm");
+  CHECK_THROWS_WITH_AS(layer_norm(x, {4}), doctest::Contains("layer_norm"), shape_error);
+  CHECK_THROWS_AS(rms_norm(x, {}, w), value_error);
+}

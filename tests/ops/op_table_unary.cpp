@@ -60,13 +60,18 @@ TEST_CASE("op table: erf, erfc") {
                        {.values = {-4, 8}, .looser = 25}));
 }
 
-TEST_CASE("op table: relu, gelu, softplus, clamp") {
+TEST_CASE("op table: relu, gelu (both forms), softplus, clamp") {
   check_unary_op(unary("relu", [](const auto& x) { return relu(x); },
                        [](double x) { return std::isnan(x) ? x : positive_part(x); }));
   // xsimd's double erfc is good to about 4e-12 relative.
   check_unary_op(unary("gelu", [](const auto& x) { return gelu(x); },
                        [](double x) { return 0.5 * x * std::erfc(-x / std::numbers::sqrt2); },
                        {.values = {-6, 6}, .looser = 25}));
+  check_unary_op(unary("gelu (tanh)", [](const auto& x) { return gelu(x, approximate_tanh); },
+                       [](double x) {
+                         return 0.5 * x * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+                       },
+                       {.values = {-6, 6}, .looser = 4}));
   check_unary_op(unary("softplus", [](const auto& x) { return softplus(x); },
                        [](double x) { return std::log1p(std::exp(-std::abs(x))) + std::max(x, 0.0); },
                        {.values = {-30, 30}}));

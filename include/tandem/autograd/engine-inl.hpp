@@ -13,6 +13,7 @@
 #include "tandem/autograd/engine.hpp"
 #include "tandem/core/deferred.hpp"
 #include "tandem/graph/mode.hpp"
+#include "tandem/ops/elementwise/arithmetic.hpp"
 
 namespace tandem::detail {
 
@@ -32,6 +33,16 @@ inline std::unordered_map<node*, std::int64_t> edges_into_nodes_run_when_ready(n
     }
   }
   return count;
+}
+
+TANDEM_LIBRARY_FUNCTION any_gradient sum_of(const any_gradient& a, const any_gradient& b) {
+  return std::visit(
+      [](const auto& x, const auto& y) -> any_gradient {
+        using T = typename std::decay_t<decltype(x)>::value_type;
+        if constexpr (std::is_same_v<T, typename std::decay_t<decltype(y)>::value_type>) return x + y;
+        else return x + y.template astype<T>();
+      },
+      a, b);
 }
 
 inline void run_graph_now(node& root, const backward_context& context, capture_request* capture) {
@@ -58,10 +69,22 @@ inline void run_graph_now(node& root, const backward_context& context, capture_r
     mark(n);
     ready.push(n);
   };
+  // Nodes that start a backward of their own (backward_within_run) serve
+  // this run's caller through it.
+  active_run here{&context, capture};
+  struct restore {
+    active_run* outer;
+    ~restore() { current_run = outer; }
+  } restored{current_run};
+  current_run = &here;
   auto run_one = [&](node* n) {
     if (capture) {
       auto at = std::find(capture->targets.begin(), capture->targets.end(), n);
-      if (at != capture->targets.end()) capture->results[at - capture->targets.begin()] = n->pending();
+      // Added to what backwards started inside this run found for it.
+      if (at != capture->targets.end()) {
+        auto& result = capture->results[at - capture->targets.begin()];
+        result = result ? sum_of(*result, n->pending()) : n->pending();
+      }
     }
     n->run(context);
   };

@@ -42,6 +42,51 @@ inline std::atomic<capture_runner>& backward_capture_runner() {
 // received.
 void run_graph(node& root, const backward_context& context, capture_request* capture);
 
+template <class T>
+void run_graph_from(const tensor<T>& output, const tensor<T>& seed, const backward_context& context,
+                    capture_request* capture = nullptr) {
+  std::shared_ptr<node> root = edge_of(output);
+  root->receive(seed);
+  run_graph(*root, context, capture);
+}
+
+// Two gradients of one leaf, from two runs that reached it.
+any_gradient sum_of(const any_gradient& a, const any_gradient& b);
+
+// The run under way on this thread, while a node of it runs.
+struct active_run {
+  const backward_context* context;
+  capture_request* capture;
+};
+inline thread_local active_run* current_run = nullptr;
+
+// The backward of `output` started by a node of the run under way (a
+// static graph's node runs the eager backward its eager kernels recorded):
+// returns what reached `leaves` (the kernels' stand-ins for their
+// operands), and serves that run's caller with the rest, as the run would:
+// a leaf the functional grad asked for is captured for it, and leaves go
+// into .grad only where the run puts them there. With no run under way,
+// as an ordinary backward would.
+template <class T>
+std::vector<std::optional<any_gradient>> backward_within_run(const tensor<T>& output, const tensor<T>& seed,
+                                                             const std::vector<node*>& leaves) {
+  active_run* outer = current_run;
+  capture_request request;
+  request.targets = leaves;
+  if (outer && outer->capture)
+    request.targets.insert(request.targets.end(), outer->capture->targets.begin(), outer->capture->targets.end());
+  request.results.resize(request.targets.size());
+  run_graph_from(output, seed, outer ? *outer->context : backward_context{}, &request);
+  if (outer && outer->capture)
+    for (std::size_t k = 0; k < outer->capture->targets.size(); ++k)
+      if (auto& got = request.results[leaves.size() + k]) {
+        auto& result = outer->capture->results[k];
+        result = result ? sum_of(*result, *got) : *got;
+      }
+  request.results.resize(leaves.size());
+  return request.results;
+}
+
 // Whether the graph behind `root` reaches a tensor that requires a gradient
 // other than `targets`: a tensor an enclosing grad differentiates with
 // respect to, or a parameter. A functional grad whose output does must

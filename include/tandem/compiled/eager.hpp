@@ -115,6 +115,7 @@
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, relu_backward_op, T, tensor<T>, tensor<T>>;          \
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, softplus_op, T, tensor<T>>;                          \
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, gelu_op, T, tensor<T>>;                              \
+  TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, gelu_tanh_op, T, tensor<T>>;                         \
   /* the layers' ops */                                                                                              \
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, softmax_op, T, tensor<T>>;                           \
   TANDEM_COMPILED_EXTERN template class op_node<rule::built_in, log_softmax_op, T, tensor<T>>;                       \
@@ -174,6 +175,7 @@
   TANDEM_COMPILED_MAP1(sigmoid_op, tensor<T>)                                                                        \
   TANDEM_COMPILED_MAP1(relu_op, tensor<T>)                                                                           \
   TANDEM_COMPILED_MAP1(gelu_op, tensor<T>)                                                                           \
+  TANDEM_COMPILED_MAP1(gelu_tanh_op, tensor<T>)                                                                      \
   TANDEM_COMPILED_MAP1(softplus_op, tensor<T>)                                                                       \
   TANDEM_COMPILED_MAP1(isnan_op, tensor<T>)                                                                          \
   TANDEM_COMPILED_MAP1(isinf_op, tensor<T>)                                                                          \

@@ -111,6 +111,9 @@ class sharded_graph {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (prepare<I>(a, given_blocks, next, blocks, layouts), ...);
     }(std::index_sequence_for<A...>{});
+    // Each rank runs the graph on blocks of the arguments, so the shapes
+    // of the whole are not the ones its nodes see: none are given.
+    tandem::detail::trace_inputs_scope no_shapes(nullptr, 0);
     auto traced = [&]<std::size_t... I>(std::index_sequence<I...>) {
       return f_(tandem::detail::symbol_for<I>(a)...);
     }(std::index_sequence_for<A...>{});

@@ -180,6 +180,7 @@ template <class V> TANDEM_HOST_DEVICE auto tanh(const lane<V>& x) { return apply
 template <class V> TANDEM_HOST_DEVICE auto sigmoid(const lane<V>& x) { return apply_lanes(sigmoid_op{}, x); }
 template <class V> TANDEM_HOST_DEVICE auto relu(const lane<V>& x) { return apply_lanes(relu_op{}, x); }
 template <class V> TANDEM_HOST_DEVICE auto gelu(const lane<V>& x) { return apply_lanes(gelu_op{}, x); }
+template <class V> TANDEM_HOST_DEVICE auto gelu(const lane<V>& x, gelu_approximation_tanh) { return apply_lanes(gelu_tanh_op{}, x); }
 template <class V> TANDEM_HOST_DEVICE auto softplus(const lane<V>& x) { return apply_lanes(softplus_op{}, x); }
 template <class V> TANDEM_HOST_DEVICE auto logical_not(const lane<V>& x) { return apply_lanes(logical_not_op{}, x); }
 

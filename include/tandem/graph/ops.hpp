@@ -10,12 +10,15 @@
 #include <vector>
 
 #include "tandem/graph/trace.hpp"
+#include "tandem/ops/attention.hpp"
 #include "tandem/ops/conv.hpp"
 #include "tandem/ops/elementwise/activation.hpp"
 #include "tandem/ops/linalg.hpp"
+#include "tandem/ops/mask.hpp"
 #include "tandem/ops/normalization.hpp"
 #include "tandem/ops/pool.hpp"
 #include "tandem/ops/reduce.hpp"
+#include "tandem/ops/sampling.hpp"
 #include "tandem/ops/shape.hpp"
 #include "tandem/ops/softmax.hpp"
 
@@ -48,6 +51,33 @@ auto call_or_trace(const char* name, Fn fn, const X&... x) {
 
 namespace detail {
 
+// The shape rules of the ops below (graph/trace_shape.hpp): what shape each
+// gives operands of the shapes given, for a value's shape() while tracing.
+inline shape reduced_shape(const shape& in, const axes& ax, bool keepdims) {
+  std::vector<bool> reduced(in.size(), ax.is_all());
+  if (!ax.is_all())
+    for (std::int64_t a : ax) reduced[static_cast<std::size_t>(normalize_axis(a, in, "reduce"))] = true;
+  shape out;
+  for (std::size_t a = 0; a < in.size(); ++a)
+    if (!reduced[a]) out.push_back(in[a]);
+    else if (keepdims) out.push_back(1);
+  return out;
+}
+inline shape with_extent(shape in, std::int64_t axis, std::int64_t extent, const char* op) {
+  in[normalize_axis(axis, in, op)] = extent;
+  return in;
+}
+inline shape matmul_shape(shape a, shape b) {
+  if (a.empty() || b.empty()) throw shape_error("tandem::matmul: operands must have at least one axis");
+  const bool row = a.size() == 1, column = b.size() == 1;
+  if (row) a.insert(0, 1);
+  if (column) b.push_back(1);
+  shape out = broadcast_shapes(shape(a.begin(), a.end() - 2), shape(b.begin(), b.end() - 2), "matmul");
+  if (!row) out.push_back(a[a.size() - 2]);
+  if (!column) out.push_back(b.back());
+  return out;
+}
+
 // sum and mean: besides their eager kernel, the executor can run them inside
 // the loop of the elementwise group that feeds them (structure.hpp).
 template <bool Mean>
@@ -60,6 +90,7 @@ struct summation {
     if constexpr (Mean) return mean(t, ax, keepdims);
     else return sum(t, ax, keepdims);
   }
+  shape result_shape(const shape& in) const { return reduced_shape(in, ax, keepdims); }
 };
 template <bool Mean>
 inline constexpr bool is_summation<summation<Mean>> = true;
@@ -71,6 +102,7 @@ struct matrix_product {
   auto operator()(const tensor<A>& a, const tensor<B>& b) const {
     return matmul(a, b);
   }
+  shape result_shape(const shape& a, const shape& b) const { return matmul_shape(a, b); }
 };
 template <>
 inline constexpr bool is_matrix_product<matrix_product> = true;
@@ -87,6 +119,7 @@ struct extreme_reduction {
     if constexpr (Max) return max(t, ax, keepdims);
     else return min(t, ax, keepdims);
   }
+  shape result_shape(const shape& in) const { return reduced_shape(in, ax, keepdims); }
 };
 template <bool Log>
 struct softmax_function {
@@ -96,6 +129,7 @@ struct softmax_function {
     if constexpr (Log) return log_softmax(t, axis);
     else return softmax(t, axis);
   }
+  shape result_shape(const shape& in) const { return in; }
 };
 struct axes_swap {
   std::int64_t first, second;
@@ -103,12 +137,21 @@ struct axes_swap {
   auto operator()(const tensor<T>& t) const {
     return t.transpose(first, second);
   }
+  shape result_shape(shape in) const {
+    std::swap(in[normalize_axis(first, in, "transpose")], in[normalize_axis(second, in, "transpose")]);
+    return in;
+  }
 };
 struct axes_order {
   std::vector<std::int64_t> order;
   template <class T>
   auto operator()(const tensor<T>& t) const {
     return t.permute(order);
+  }
+  shape result_shape(const shape& in) const {
+    shape out;
+    for (std::int64_t a : order) out.push_back(in[normalize_axis(a, in, "permute")]);
+    return out;
   }
 };
 
@@ -177,6 +220,7 @@ struct product_over {
   auto operator()(const tensor<T>& t) const {
     return prod(t, ax, keepdims);
   }
+  shape result_shape(const shape& in) const { return reduced_shape(in, ax, keepdims); }
 };
 template <bool Max>
 struct extreme_index {
@@ -187,6 +231,7 @@ struct extreme_index {
     if constexpr (Max) return argmax(t, ax, keepdims);
     else return argmin(t, ax, keepdims);
   }
+  shape result_shape(const shape& in) const { return reduced_shape(in, ax, keepdims); }
 };
 struct variance_over {
   axes ax;
@@ -196,6 +241,7 @@ struct variance_over {
   auto operator()(const tensor<T>& t) const {
     return var(t, ax, keepdims, correction);
   }
+  shape result_shape(const shape& in) const { return reduced_shape(in, ax, keepdims); }
 };
 struct logsumexp_over {
   axes ax;
@@ -204,6 +250,7 @@ struct logsumexp_over {
   auto operator()(const tensor<T>& t) const {
     return logsumexp(t, ax, keepdims);
   }
+  shape result_shape(const shape& in) const { return reduced_shape(in, ax, keepdims); }
 };
 template <bool Sum>
 struct shape_broadcast {
@@ -213,6 +260,7 @@ struct shape_broadcast {
     if constexpr (Sum) return sum_to(t, target);
     else return broadcast_to(t, target);
   }
+  shape result_shape(const shape&) const { return target; }
 };
 struct convolution {
   conv2d_options options;
@@ -231,6 +279,7 @@ struct batch_normalization {
   auto operator()(const tensor<T>& x, const tensor<W>& weight, const tensor<B>& bias) const {
     return batch_normalize(x, weight, bias, eps);
   }
+  shape result_shape(const shape& x, const shape&, const shape&) const { return x; }
 };
 template <bool Max>
 struct window_pooling {
@@ -247,6 +296,9 @@ struct cross_entropy_of {
   auto operator()(const tensor<L>& logits, const tensor<I>& target) const {
     return cross_entropy(logits, target, how);
   }
+  shape result_shape(const shape& logits, const shape&) const {
+    return how == reduction::none ? shape{logits.empty() ? 0 : logits[0]} : shape{};
+  }
 };
 template <bool Gather>
 struct index_read {
@@ -255,6 +307,10 @@ struct index_read {
   auto operator()(const tensor<T>& t, const tensor<I>& index) const {
     if constexpr (Gather) return gather(t, axis, index);
     else return index_select(t, axis, index);
+  }
+  shape result_shape(const shape& in, const shape& index) const {
+    if constexpr (Gather) return index;
+    else return with_extent(in, axis, numel(index), "index_select");
   }
 };
 template <bool Scatter>
@@ -265,6 +321,7 @@ struct index_accumulation {
     if constexpr (Scatter) return scatter_add(t, axis, index, source);
     else return index_add(t, axis, index, source);
   }
+  shape result_shape(const shape& in, const shape&, const shape&) const { return in; }
 };
 template <class T>
 struct one_hot_encoding {
@@ -272,6 +329,10 @@ struct one_hot_encoding {
   template <class I>
   auto operator()(const tensor<I>& index) const {
     return one_hot<T>(index, classes);
+  }
+  shape result_shape(shape index) const {
+    index.push_back(classes);
+    return index;
   }
 };
 // A layer whose work depends on its state (its mode, its generator), as
@@ -285,6 +346,8 @@ struct layer_call {
   const void* layer;
   tensor<T> (*run)(const void* layer, const tensor<T>& x);
   tensor<T> operator()(const tensor<T>& x) const { return run(layer, x); }
+  // The layers run this way (dropout, batch norm) keep their input's shape.
+  shape result_shape(const shape& in) const { return in; }
 };
 struct strided_take {
   std::int64_t axis, first, count, step;
@@ -292,8 +355,50 @@ struct strided_take {
   auto operator()(const tensor<T>& t) const {
     return t.take(axis, first, count, step);
   }
+  shape result_shape(const shape& in) const { return with_extent(in, axis, count, "take"); }
 };
-
+// The pieces of split() by sizes: each checks that the sizes add up to the
+// extent it is cut from, which a trace without shapes could not.
+struct split_piece {
+  std::int64_t axis, first, count, total;
+  template <class T>
+  auto operator()(const tensor<T>& t) const {
+    const std::int64_t extent = t.shape(axis);
+    if (extent != total)
+      throw shape_error("tandem::split: sizes adding up to " + std::to_string(total) + " do not cut axis " +
+                        std::to_string(axis) + " of shape " + to_string(t.shape()));
+    return t.take(axis, first, count, 1);
+  }
+  shape result_shape(const shape& in) const { return with_extent(in, axis, count, "split"); }
+};
+struct concatenation {
+  std::int64_t axis;
+  template <class T, class... R>
+  auto operator()(const tensor<T>& first, const tensor<R>&... rest) const {
+    return concat(std::vector<tensor<T>>{first, rest...}, axis);
+  }
+  template <class... S>
+  shape result_shape(const shape& first, const S&... rest) const {
+    shape out = first;
+    const std::int64_t a = normalize_axis(axis, first, "concat");
+    ((out[a] += rest[a]), ...);
+    return out;
+  }
+};
+struct attention_of {
+  attention_options options;
+  template <class T>
+  auto operator()(const tensor<T>& q, const tensor<T>& k, const tensor<T>& v) const {
+    return scaled_dot_product_attention(q, k, v, options);
+  }
+  shape result_shape(const shape& q, const shape& k, const shape& v) const {
+    shape out = broadcast_shapes(shape(q.begin(), q.end() - 2), shape(k.begin(), k.end() - 2), "attention");
+    out = broadcast_shapes(out, shape(v.begin(), v.end() - 2), "attention");
+    out.push_back(q[q.size() - 2]);
+    out.push_back(v.back());
+    return out;
+  }
+};
 }  // namespace detail
 
 template <class N>
@@ -463,6 +568,89 @@ auto squeeze(const sym<N>& x, std::int64_t axis) {
 template <class N>
 auto take(const sym<N>& x, std::int64_t axis, std::int64_t first, std::int64_t count, std::int64_t step) {
   return detail::apply_eager("take", detail::strided_take{axis, first, count, step}, x);
+}
+
+template <class Q, class K, class V>
+  requires detail::any_symbolic<Q, K, V> && detail::has_elements<Q> && detail::has_elements<K> &&
+           detail::has_elements<V>
+auto scaled_dot_product_attention(const Q& q, const K& k, const V& v, const attention_options& options = {}) {
+  return detail::apply_eager("scaled_dot_product_attention", detail::attention_of{options}, detail::operand_symbol(q),
+                             detail::operand_symbol(k), detail::operand_symbol(v));
+}
+
+template <class N>
+auto tril(const sym<N>& x, std::int64_t diagonal = 0) {
+  return detail::apply_eager("tril", detail::band_of<true>{diagonal}, x);
+}
+template <class N>
+auto triu(const sym<N>& x, std::int64_t diagonal = 0) {
+  return detail::apply_eager("triu", detail::band_of<false>{diagonal}, x);
+}
+
+// The k largest (or smallest) along the axis and their indices: a node for
+// the indices, and a gather of x at them for the values.
+template <class N>
+auto topk(const sym<N>& x, std::int64_t k, std::int64_t axis = -1, bool largest = true) {
+  auto indices = detail::apply_eager("topk", detail::top_indices{k, axis, largest}, x);
+  return std::pair{gather(x, axis, indices), indices};
+}
+// Draws from gen on every call of the graph.
+template <class N>
+auto multinomial(const sym<N>& weights, std::int64_t samples, generator& gen, bool replacement = false) {
+  return detail::apply_eager("multinomial", detail::multinomial_draw{samples, &gen, replacement}, weights);
+}
+
+// concat and stack of symbolic values (and tensors among them) given as a
+// tuple, since their types differ: concat(std::tuple{k_cache, k}, 2).
+template <class... X>
+  requires(detail::any_symbolic<X...> && (detail::has_elements<X> && ...))
+auto concat(const std::tuple<X...>& xs, std::int64_t axis = 0) {
+  return std::apply(
+      [&](const auto&... x) {
+        return detail::apply_eager("concat", detail::concatenation{axis}, detail::operand_symbol(x)...);
+      },
+      xs);
+}
+template <class... X>
+  requires(detail::any_symbolic<X...> && (detail::has_elements<X> && ...))
+auto stack(const std::tuple<X...>& xs, std::int64_t axis = 0) {
+  return std::apply([&](const auto&... x) { return concat(std::tuple{unsqueeze(detail::operand_symbol(x), axis)...}, axis); },
+                    xs);
+}
+// Pieces of x along the axis: of `size` each (the last may be shorter),
+// as many as x's extent there needs (its shape, known while tracing).
+template <class N>
+auto split(const sym<N>& x, std::int64_t size, std::int64_t axis = 0) {
+  if (size <= 0) throw value_error("tandem::split: piece size must be positive (got " + std::to_string(size) + ")");
+  const std::int64_t extent = x.shape(axis);
+  std::vector<decltype(detail::apply_eager("split", detail::split_piece{}, x))> pieces;
+  for (std::int64_t at = 0; at < extent; at += size)
+    pieces.push_back(detail::apply_eager("split", detail::split_piece{axis, at, std::min(size, extent - at), extent}, x));
+  return pieces;
+}
+// Pieces of the given sizes, which must add up to the extent.
+template <class N>
+auto split(const sym<N>& x, const std::vector<std::int64_t>& sizes, std::int64_t axis = 0) {
+  std::int64_t total = 0;
+  for (auto s : sizes) {
+    if (s < 0) throw value_error("tandem::split: piece sizes must not be negative (got " + std::to_string(s) + ")");
+    total += s;
+  }
+  std::vector<decltype(detail::apply_eager("split", detail::split_piece{}, x))> pieces;
+  std::int64_t at = 0;
+  for (auto s : sizes) {
+    pieces.push_back(detail::apply_eager("split", detail::split_piece{axis, at, s, total}, x));
+    at += s;
+  }
+  return pieces;
+}
+// `chunks` pieces of equal size along the axis (the last may be shorter), as
+// torch.chunk.
+template <class N>
+auto chunk(const sym<N>& x, std::int64_t chunks, std::int64_t axis = 0) {
+  if (chunks <= 0) throw value_error("tandem::chunk: the number of chunks must be positive (got " + std::to_string(chunks) + ")");
+  const std::int64_t extent = x.shape(axis);
+  return split(x, std::max<std::int64_t>(1, (extent + chunks - 1) / chunks), axis);
 }
 
 }  // namespace tandem

@@ -182,6 +182,8 @@ class static_graph {
   // The traced graph for these arguments, as a type: for tests and dumps.
   template <class... A>
   auto trace(const A&... a) const {
+    const std::array<const shape*, sizeof...(A) + 1> shapes{detail::argument_shape(a)..., nullptr};
+    detail::trace_inputs_scope scope(shapes.data(), sizeof...(A));
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return detail::outputs_root(f_(detail::symbol_for<I>(a)...));
     }(std::index_sequence_for<A...>{});

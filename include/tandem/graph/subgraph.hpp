@@ -102,6 +102,8 @@ struct output_types_of<outputs_node<C...>> {
 // f traced on symbolic inputs of element types T...
 template <class... T, class F>
 auto trace_on_inputs(const F& f) {
+  // Its inputs are its own, of shapes not known here.
+  trace_inputs_scope scope(nullptr, 0);
   return [&]<std::size_t... I>(std::index_sequence<I...>) {
     return outputs_root(f(sym<input_node<I, T>>{}...));
   }(std::index_sequence_for<T...>{});

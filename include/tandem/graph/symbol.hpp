@@ -143,6 +143,10 @@ inline constexpr bool is_pure<map_node<Op, C...>> = std::is_empty_v<Op> && (is_p
 
 struct nothing_held {};
 
+// A symbolic value's shape in the trace under way (graph/trace_shape.hpp).
+template <class N>
+shape traced_shape(const sym<N>& x);
+
 }  // namespace detail
 
 template <class Node>
@@ -165,9 +169,19 @@ class sym {
       return *held_;
     }
   }
+  // The shape, as a tensor's, known while the function is traced: the
+  // arguments' shapes are the call's (graph/trace_shape.hpp).
+  tandem::shape shape() const { return detail::traced_shape(*this); }
+  std::int64_t shape(std::int64_t axis) const {
+    const tandem::shape s = shape();
+    return s[detail::normalize_axis(axis, s, "shape")];
+  }
+  std::int64_t dim() const { return static_cast<std::int64_t>(shape().size()); }
+  std::int64_t numel() const { return tandem::numel(shape()); }
+
   // The view ops, as on tensors.
-  auto reshape(const shape& s) const { return tandem::reshape(*this, s); }
-  auto view(const shape& s) const { return tandem::reshape(*this, s); }
+  auto reshape(const tandem::shape& s) const { return tandem::reshape(*this, s); }
+  auto view(const tandem::shape& s) const { return tandem::reshape(*this, s); }
   auto flatten() const { return tandem::reshape(*this, {-1}); }
   auto transpose(std::int64_t a, std::int64_t b) const { return tandem::transpose(*this, a, b); }
   auto unsqueeze(std::int64_t axis) const { return tandem::unsqueeze(*this, axis); }
@@ -272,3 +286,5 @@ inline constexpr bool is_control_output_node<apply_node<Fn, T, C...>> = is_contr
 
 }  // namespace detail
 }  // namespace tandem
+
+#include "tandem/graph/trace_shape.hpp"

@@ -25,6 +25,10 @@ struct table_rows {
     out.push_back(table.shape(1));
     return index_select(table, 0, index.reshape({-1})).reshape(out);
   }
+  shape result_shape(const shape& table, shape index) const {
+    index.push_back(table.size() == 2 ? table[1] : 0);
+    return index;
+  }
 };
 
 }  // namespace tandem::detail

@@ -12,7 +12,8 @@
 // call of it.
 //
 // layer_norm normalizes over the last axes (`normalized` extents) with a
-// learned scale and shift per element.
+// learned scale and shift per element; rms_norm by the root mean square,
+// with a scale alone.
 
 #include <cmath>
 #include <cstdint>
@@ -118,9 +119,7 @@ class layer_norm : public module<layer_norm<T>> {
 
   template <class X>
   auto forward(const X& x) const {
-    axes last = last_axes();
-    auto centred = x - mean(x, last, true);
-    return centred / sqrt(mean(centred * centred, last, true) + static_cast<T>(eps)) * weight + bias;
+    return tandem::layer_norm(x, weight.shape(), weight, bias, eps);
   }
 
  private:
@@ -128,10 +127,29 @@ class layer_norm : public module<layer_norm<T>> {
     if (s.empty()) throw value_error("tandem::nn::layer_norm: the normalized shape needs at least one axis");
     return s;
   }
-  axes last_axes() const {
-    std::vector<std::int64_t> list;
-    for (std::int64_t k = -static_cast<std::int64_t>(weight.dim()); k < 0; ++k) list.push_back(k);
-    return axes(list);
+};
+
+// Root-mean-square normalization (Zhang and Sennrich) over the last axes,
+// with a learned scale per element and no shift.
+template <floating_element T = float>
+class rms_norm : public module<rms_norm<T>> {
+ public:
+  tensor<T> weight;
+  double eps;
+
+  explicit rms_norm(shape normalized, double eps_ = 1e-6) : weight(ones<T>(check(normalized))), eps(eps_) {
+    this->register_parameter("weight", weight);
+  }
+
+  template <class X>
+  auto forward(const X& x) const {
+    return tandem::rms_norm(x, weight.shape(), weight, eps);
+  }
+
+ private:
+  static shape check(const shape& s) {
+    if (s.empty()) throw value_error("tandem::nn::rms_norm: the normalized shape needs at least one axis");
+    return s;
   }
 };
 

@@ -5,6 +5,7 @@
 // the parameter and its state once (the elementwise kernel with several
 // outputs, in place). Parameters without a gradient are skipped.
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -349,6 +350,41 @@ class cosine_schedule {
   optimizer& opt_;
   double base_;
   std::int64_t total_;
+  double minimum_;
+  std::int64_t count_ = 0;
+};
+
+// A linear warmup over `warmup` steps into a half cosine from the
+// optimizer's rate down to `minimum` at step `total`, then held there: the
+// rate of step s is min(1, (s + 1) / warmup) * (minimum + (base - minimum) *
+// (1 + cos(pi * min(1, s / total))) / 2). Made at step 0, it sets step 0's
+// rate; step() after each training step sets the next one's.
+class warmup_cosine_schedule {
+ public:
+  warmup_cosine_schedule(optimizer& opt, std::int64_t warmup, std::int64_t total, double minimum = 0)
+      : opt_(opt), base_(opt.learning_rate()), warmup_(warmup), total_(total), minimum_(minimum) {
+    if (warmup < 0 || total <= 0)
+      throw value_error("tandem::nn::warmup_cosine_schedule: needs warmup >= 0 and total > 0 steps (got " +
+                        std::to_string(warmup) + " and " + std::to_string(total) + ")");
+    apply();
+  }
+  void step() {
+    ++count_;
+    apply();
+  }
+  // The rate step s runs with.
+  double rate(std::int64_t s) const {
+    const double ramp = warmup_ > 0 ? std::min(1.0, static_cast<double>(s + 1) / static_cast<double>(warmup_)) : 1.0;
+    const double progress = std::min(1.0, static_cast<double>(s) / static_cast<double>(total_));
+    return ramp * (minimum_ + (base_ - minimum_) * 0.5 * (1 + std::cos(progress * 3.14159265358979323846)));
+  }
+
+ private:
+  void apply() { opt_.set_learning_rate(rate(count_)); }
+
+  optimizer& opt_;
+  double base_;
+  std::int64_t warmup_, total_;
   double minimum_;
   std::int64_t count_ = 0;
 };

@@ -1,4 +1,9 @@
 #pragma once
+// layer_norm and rms_norm: x normalized over its last axes (as many as
+// `normalized` has), as compositions of mean, sqrt and arithmetic that
+// run on tensors and symbolic values alike (in a static graph they fuse into
+// the loops of their reductions).
+//
 // batch_variance: the biased variance of x over every axis but axis 1 (the
 // channels of [N, C] or [N, C, H, W]), batch norm's statistic. One kernel
 // reads x twice (the mean, then the squared deviations from it) where the
@@ -31,6 +36,7 @@
 #include "tandem/kernels/cpu/reduce.hpp"
 #include "tandem/kernels/cuda/dispatch.hpp"
 #include "tandem/ops/elementwise/map.hpp"
+#include "tandem/ops/elementwise/math.hpp"
 #include "tandem/ops/reduce.hpp"
 
 namespace tandem {
@@ -232,6 +238,50 @@ tensor<T> batch_normalize(const tensor<T>& x, const tensor<T>& weight, const ten
   if (batch_var) *batch_var = variance;
   detail::record(detail::batch_normalize_op<T>{centre, inverse_std, eps}, out, x, weight, bias);
   return out;
+}
+
+namespace detail {
+// The last `count` axes, and a check that they are x's trailing extents.
+template <class X>
+axes normalized_axes(const X& x, const shape& normalized, const char* op) {
+  if (normalized.empty())
+    throw value_error(std::string("tandem::") + op + ": the normalized shape needs at least one axis");
+  if constexpr (is_tensor_v<X>) {
+    bool fits = x.dim() >= static_cast<std::int64_t>(normalized.size());
+    for (std::size_t a = 0; fits && a < normalized.size(); ++a)
+      fits = x.shape()[x.shape().size() - normalized.size() + a] == normalized[a];
+    if (!fits)
+      throw shape_error(std::string("tandem::") + op + ": normalized shape " + to_string(normalized) +
+                        " is not the end of the input's shape " + to_string(x.shape()));
+  }
+  std::vector<std::int64_t> last;
+  for (std::int64_t k = -static_cast<std::int64_t>(normalized.size()); k < 0; ++k) last.push_back(k);
+  return axes(last);
+}
+}  // namespace detail
+
+// (x - mean) / sqrt(var + eps) over the last axes (biased variance), as
+// torch.nn.functional.layer_norm without the affine part.
+template <class X>
+  requires detail::has_elements<X>
+auto layer_norm(const X& x, const shape& normalized, double eps = 1e-5) {
+  const axes last = detail::normalized_axes(x, normalized, "layer_norm");
+  auto centred = x - mean(x, last, true);
+  return centred / sqrt(mean(centred * centred, last, true) + eps);
+}
+// ... times weight plus bias, both of the normalized shape.
+template <class X, class W, class B>
+  requires detail::has_elements<X> && detail::has_elements<W> && detail::has_elements<B>
+auto layer_norm(const X& x, const shape& normalized, const W& weight, const B& bias, double eps = 1e-5) {
+  return layer_norm(x, normalized, eps) * weight + bias;
+}
+
+// x / sqrt(mean(x^2) + eps) over the last axes, times weight.
+template <class X, class W>
+  requires detail::has_elements<X> && detail::has_elements<W>
+auto rms_norm(const X& x, const shape& normalized, const W& weight, double eps = 1e-6) {
+  const axes last = detail::normalized_axes(x, normalized, "rms_norm");
+  return x / sqrt(mean(x * x, last, true) + eps) * weight;
 }
 
 }  // namespace tandem

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tandem/autograd/grad_mode.hpp"
@@ -227,6 +228,30 @@ tensor<T> stack(const std::vector<tensor<T>>& xs, std::int64_t axis = 0) {
   axis = detail::normalize_axis(axis, xs[0].shape(), "stack", 1);
   for (const auto& x : xs) expanded.push_back(x.unsqueeze(axis));
   return concat(expanded, axis);
+}
+
+// concat and stack of tensors given as a tuple, as a static graph takes
+// symbolic values of different types (graph/ops.hpp): generic code may use
+// the one spelling in both modes.
+template <class X, class... R>
+  requires is_tensor_v<X> && (std::is_same_v<X, R> && ...)
+tensor<typename X::value_type> concat(const std::tuple<X, R...>& xs, std::int64_t axis = 0) {
+  return std::apply([&](const auto&... x) { return concat(std::vector<X>{x...}, axis); }, xs);
+}
+template <class X, class... R>
+  requires is_tensor_v<X> && (std::is_same_v<X, R> && ...)
+tensor<typename X::value_type> stack(const std::tuple<X, R...>& xs, std::int64_t axis = 0) {
+  return std::apply([&](const auto&... x) { return stack(std::vector<X>{x...}, axis); }, xs);
+}
+
+// Views of `chunks` pieces of equal size along the axis (the last may be
+// shorter), as torch.chunk.
+template <element T>
+std::vector<tensor<T>> chunk(const tensor<T>& x, std::int64_t chunks, std::int64_t axis = 0) {
+  if (chunks <= 0)
+    throw value_error("tandem::chunk: the number of chunks must be positive (got " + std::to_string(chunks) + ")");
+  const std::int64_t extent = x.shape(axis);
+  return split(x, std::max<std::int64_t>(1, (extent + chunks - 1) / chunks), axis);
 }
 
 // Views of consecutive pieces of `size` along the axis (the last may be shorter).

@@ -31,9 +31,13 @@ auto executor<Root, Inputs, OnDevice>::run_apply(const sym<N>& s, const void* ke
   if constexpr (std::is_floating_point_v<value_of_t<N>>) {
     if (result.requires_grad())
       steps_.push_back({key, [result, leaves, keys](executor& self, const any_tensor& g) {
-                          result.backward(std::get<tensor<value_of_t<N>>>(g));
+                          const auto gradients = backward_within_run(
+                              result, std::get<tensor<value_of_t<N>>>(g),
+                              std::apply([](const auto&... leaf) { return std::vector<tandem::detail::node*>{edge_of(leaf).get()...}; },
+                                         leaves));
                           std::size_t k = 0;
-                          std::apply([&](const auto&... leaf) { (self.send_leaf(leaf, keys[k++]), ...); }, leaves);
+                          std::apply([&](const auto&... leaf) { ((self.send_gradient(leaf, gradients[k], keys[k]), ++k), ...); },
+                                     leaves);
                         }});
   }
   return result.detach();

@@ -267,6 +267,13 @@ class executor final : public graph_run {
     if constexpr (std::is_floating_point_v<T>)
       if (leaf.has_grad()) add_gradient(key, leaf.grad());
   }
+  // The gradient a nested backward (backward_within_run) found for a
+  // kernel's stand-in for an operand.
+  template <class T>
+  void send_gradient(const tensor<T>&, const std::optional<any_gradient>& g, const void* key) {
+    if constexpr (std::is_floating_point_v<T>)
+      if (g) add_gradient(key, std::get<tensor<T>>(*g));
+  }
 
   // A matmul whose group runs as its epilogue: its operands, bound in place
   // of the product, which the group computes itself.

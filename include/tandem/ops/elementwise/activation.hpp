@@ -60,6 +60,29 @@ struct gelu_op : detail::floating_rule {
                 x * exp(square(x) * -0.5) * (std::numbers::inv_sqrtpi / std::numbers::sqrt2));
   }
 };
+// The tanh form, 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), as
+// GPT-2 was trained with (PyTorch's approximate='tanh'). Computed as
+// x sigmoid(2 u), the same function, since 1 + tanh(u) loses the left
+// tail's relative precision to cancellation.
+struct gelu_tanh_op : detail::floating_rule {
+  static constexpr const char* name = "gelu_tanh";
+  static constexpr int instructions_per_batch = detail::transcendental_instructions;
+  static constexpr double twice_root_two_over_pi = 2 * std::numbers::sqrt2 * std::numbers::inv_sqrtpi;
+  static constexpr double cubic = 0.044715;
+  template <class V> TANDEM_HOST_DEVICE V operator()(const V& x) const {
+    return x / (V(1) + detail::math::exp(V(-twice_root_two_over_pi) * (x + V(cubic) * x * x * x)));
+  }
+  // s + x s (1 - s) 2 sqrt(2 / pi) (1 + 3 * 0.044715 x^2), s = sigmoid(2 u)
+  template <std::size_t I, class G, class Y, class X>
+  TANDEM_HOST_DEVICE auto derivative(const G& g, const Y&, const X& x) const {
+    auto s = sigmoid((x + x * x * x * cubic) * twice_root_two_over_pi);
+    return g * (s + x * s * (1 - s) * (1 + square(x) * (3 * cubic)) * twice_root_two_over_pi);
+  }
+};
+// Selects gelu's tanh form: gelu(x, approximate_tanh).
+struct gelu_approximation_tanh {};
+inline constexpr gelu_approximation_tanh approximate_tanh{};
+
 // log(1 + e^x) as max(x, 0) + log1p(e^-|x|), which neither overflows nor loses small values.
 struct softplus_op : detail::floating_rule {
   static constexpr const char* name = "softplus";
@@ -76,6 +99,7 @@ template <detail::unary_operand X> auto tanh(const X& x) { return detail::map(ta
 template <detail::unary_operand X> auto sigmoid(const X& x) { return detail::map(sigmoid_op{}, x); }
 template <detail::unary_operand X> auto relu(const X& x) { return detail::map(relu_op{}, x); }
 template <detail::unary_operand X> auto gelu(const X& x) { return detail::map(gelu_op{}, x); }
+template <detail::unary_operand X> auto gelu(const X& x, gelu_approximation_tanh) { return detail::map(gelu_tanh_op{}, x); }
 template <detail::unary_operand X> auto softplus(const X& x) { return detail::map(softplus_op{}, x); }
 
 }  // namespace tandem

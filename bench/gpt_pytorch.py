@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""PyTorch's twin of the GPT demo's training step, for its tokens/s: the same model (4 pre-norm
+blocks, 4 heads, width 128, context 128, vocabulary 65, batch 16), AdamW with gradient clipping
+at 1.0, on random token windows (the speed does not depend on the text), eagerly and under
+torch.compile, on the thread count given. For comparison only (pip install torch).
+
+    python3 bench/gpt_pytorch.py [--threads 2] [--steps 60] [--compile]
+"""
+import argparse, time
+import torch, torch.nn as nn, torch.nn.functional as F
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--threads", type=int, default=2)
+ap.add_argument("--steps", type=int, default=60)
+ap.add_argument("--compile", action="store_true")
+a = ap.parse_args()
+torch.set_num_threads(a.threads)
+torch.manual_seed(0)
+V, D, H, T, L, B = 65, 128, 4, 128, 4, 16
+
+
+class Block(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.ln1, s.qkv, s.proj = nn.LayerNorm(D), nn.Linear(D, 3 * D), nn.Linear(D, D)
+        s.ln2, s.fc, s.out = nn.LayerNorm(D), nn.Linear(D, 4 * D), nn.Linear(4 * D, D)
+
+    def forward(s, x):
+        b, t, _ = x.shape
+        q, k, v = s.qkv(s.ln1(x)).split(D, dim=2)
+        q, k, v = (z.view(b, t, H, D // H).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, D)
+        x = x + s.proj(y)
+        return x + s.out(F.gelu(s.fc(s.ln2(x))))
+
+
+class GPT(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.wte, s.wpe = nn.Embedding(V, D), nn.Embedding(T, D)
+        s.blocks = nn.Sequential(*[Block() for _ in range(L)])
+        s.lnf, s.head = nn.LayerNorm(D), nn.Linear(D, V)
+
+    def forward(s, idx, tgt):
+        x = s.wte(idx) + s.wpe(torch.arange(idx.shape[1]))
+        return F.cross_entropy(s.head(s.lnf(s.blocks(x))).view(-1, V), tgt.view(-1))
+
+
+model = GPT()
+loss_fn = torch.compile(model) if a.compile else model
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
+x, y = torch.randint(0, V, (B, T)), torch.randint(0, V, (B, T))
+
+
+def step():
+    loss = loss_fn(x, y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+
+
+for _ in range(5):
+    step()
+start = time.perf_counter()
+for _ in range(a.steps):
+    step()
+seconds = time.perf_counter() - start
+print(f"pytorch {'compile' if a.compile else 'eager'}: {a.steps * B * T / seconds:.0f} tokens/s, "
+      f"{seconds / a.steps * 1e3:.1f} ms/step ({a.threads} threads, torch {torch.__version__})")

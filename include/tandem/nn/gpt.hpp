@@ -1,0 +1,229 @@
+#pragma once
+// nn::gpt: a decoder-only transformer (GPT-2's layout): token and position
+// embeddings, `Layers` pre-norm transformer blocks, a final layer norm and
+// a linear head to logits over the vocabulary. The layer count is part of
+// the type, so that a forward (and a whole training step) traces into one
+// static graph.
+//
+// nn::generate samples from it with a cache of every layer's keys and
+// values: each new token runs each block at its position as a static graph
+// whose arguments have the same shapes at every position (the caches span
+// the whole context; which positions a query sees is a mask the step
+// reads), so the graph is planned once and never again. A cache that fills up is
+// rebuilt from the last half of the context, as the model's learned
+// positions end there.
+
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "tandem/autograd/grad_mode.hpp"
+#include "tandem/core/creation.hpp"
+#include "tandem/core/random.hpp"
+#include "tandem/graph/ops.hpp"
+#include "tandem/graph/static_graph.hpp"
+#include "tandem/nn/embedding.hpp"
+#include "tandem/nn/linear.hpp"
+#include "tandem/nn/module.hpp"
+#include "tandem/nn/normalization.hpp"
+#include "tandem/nn/transformer.hpp"
+#include "tandem/ops/mask.hpp"
+#include "tandem/ops/sampling.hpp"
+#include "tandem/ops/softmax.hpp"
+
+namespace tandem::nn {
+
+struct gpt_config {
+  std::int64_t vocabulary = 0;
+  std::int64_t context = 128;
+  std::int64_t width = 128;
+  std::int64_t heads = 4;
+  double dropout = 0;
+  std::uint64_t seed = 0;
+};
+
+struct generation_options {
+  // Logits are divided by it; 0 picks the most likely token.
+  double temperature = 1;
+  // Only the k most likely tokens are drawn from (0: all).
+  std::int64_t top_k = 0;
+  std::uint64_t seed = 0;
+};
+
+template <floating_element T = float, std::size_t Layers = 4>
+class gpt : public module<gpt<T, Layers>> {
+ public:
+  static constexpr std::size_t layers = Layers;
+  embedding<T> tokens, positions;
+  std::array<transformer_block<T>, Layers> blocks;
+  layer_norm<T> norm;
+  linear<T> head;
+
+  gpt(const gpt_config& config, generator& gen)
+      : tokens(checked(config).vocabulary, config.width, gen),
+        positions(config.context, config.width, gen),
+        blocks(make_blocks(config, gen, std::make_index_sequence<Layers>{})),
+        norm({config.width}),
+        head(config.width, config.vocabulary, gen),
+        config_(config),
+        position_ids_(arange<std::int64_t>(config.context)) {
+    this->register_module("tokens", tokens);
+    this->register_module("positions", positions);
+    for (std::size_t l = 0; l < Layers; ++l) this->register_module("block" + std::to_string(l), blocks[l]);
+    this->register_module("norm", norm);
+    this->register_module("head", head);
+  }
+
+  const gpt_config& config() const { return config_; }
+
+  // Logits [B, t, vocabulary] for token ids [B, t], t at most the context.
+  template <class I>
+  auto forward(const I& idx) const {
+    auto x = tokens(idx) + positions(position_ids_.take(0, 0, idx.shape(1)));
+    return head(norm(through_blocks<0>(x)));
+  }
+
+  // One block at one position of its caches (transformer_block::
+  // forward_cached), as the function of a static graph: generate() runs
+  // one per layer and position, all of one type. `at` ([context, 1]) is
+  // true at the position, `visible` ([context]) up to it: tensors the
+  // caller rewrites between steps, read on every call.
+  struct cached_block {
+    const transformer_block<T>* block;
+    tensor<bool> at, visible;
+    template <class X, class K, class V>
+    auto operator()(const X& x, const K& keys, const V& values) const {
+      return block->forward_cached(x, keys, values, at, visible);
+    }
+  };
+
+  // The plans of the cached blocks generate() ran: one per batch size,
+  // shared by every layer and position.
+  plan_statistics decode_statistics() const { return decode_plans_->statistics(); }
+  std::shared_ptr<tandem::detail::plan_cache> decode_plans() const { return decode_plans_; }
+
+ private:
+  template <std::size_t... L>
+  static std::array<transformer_block<T>, Layers> make_blocks(const gpt_config& c, generator& gen,
+                                                             std::index_sequence<L...>) {
+    return {transformer_block<T>(c.width, c.heads, gen, {.causal = true, .dropout = c.dropout, .seed = c.seed + 2 * L})...};
+  }
+
+  static const gpt_config& checked(const gpt_config& c) {
+    if (c.vocabulary <= 0 || c.context <= 0 || c.width <= 0 || c.heads <= 0)
+      throw value_error("tandem::nn::gpt: vocabulary, context, width and heads must be positive");
+    return c;
+  }
+
+  template <std::size_t L, class X>
+  auto through_blocks(const X& x) const {
+    if constexpr (L == Layers) return x;
+    else return through_blocks<L + 1>(blocks[L](x));
+  }
+
+  gpt_config config_;
+  tensor<std::int64_t> position_ids_;
+  std::shared_ptr<tandem::detail::plan_cache> decode_plans_ = std::make_shared<tandem::detail::plan_cache>();
+};
+
+namespace detail {
+
+// The next token of each row of logits [B, vocabulary]: the most likely at
+// temperature 0, else a draw from the softmax of logits / temperature over
+// the top_k most likely.
+template <class T>
+tensor<std::int64_t> sample_next(const tensor<T>& logits, const generation_options& o, generator& gen) {
+  if (o.temperature == 0) return argmax(logits, 1, true);
+  tensor<T> scaled = logits / static_cast<T>(o.temperature);
+  if (o.top_k > 0 && o.top_k < logits.shape(1)) {
+    tensor<T> kth = topk(scaled, o.top_k, 1).first.take(1, o.top_k - 1, 1);
+    scaled = masked_fill(scaled, scaled < kth, -std::numeric_limits<T>::infinity());
+  }
+  return multinomial(softmax(scaled, 1), 1, gen, true);
+}
+
+}  // namespace detail
+
+// `prompt` ([t] or [B, t] token ids) followed by max_tokens sampled ones,
+// reproducible from options.seed.
+template <class T, std::size_t Layers>
+tensor<std::int64_t> generate(const gpt<T, Layers>& model, const tensor<std::int64_t>& prompt, std::int64_t max_tokens,
+                              const generation_options& options = {}) {
+  if (prompt.dim() != 1 && prompt.dim() != 2)
+    throw shape_error("tandem::nn::generate: the prompt must be [t] or [B, t], got " + to_string(prompt.shape()));
+  if (prompt.numel() == 0) throw value_error("tandem::nn::generate: the prompt needs at least one token");
+  if (max_tokens < 0 || !(options.temperature >= 0) || options.top_k < 0)
+    throw value_error("tandem::nn::generate: max_tokens, temperature and top_k must not be negative");
+  const bool single = prompt.dim() == 1;
+  const tensor<std::int64_t> rows = single ? prompt.unsqueeze(0) : prompt;
+  const gpt_config& c = model.config();
+  const std::int64_t batch = rows.shape(0), heads = c.heads, head_width = c.width / c.heads;
+  for (std::int64_t token : rows.to_vector())
+    if (token < 0 || token >= c.vocabulary)
+      throw index_error("tandem::nn::generate: token " + std::to_string(token) + " is outside the vocabulary of " +
+                        std::to_string(c.vocabulary));
+
+  no_grad inference;
+  generator gen(options.seed);
+  using step_type = typename gpt<T, Layers>::cached_block;
+  const tensor<bool> at = zeros<bool>({c.context, 1}), visible = zeros<bool>({c.context});
+  std::vector<static_graph<step_type>> steps;
+  for (const auto& block : model.blocks) steps.emplace_back(step_type{&block, at, visible}, model.decode_plans());
+  std::array<tensor<T>, 2 * Layers> caches;
+  std::vector<std::vector<std::int64_t>> out(static_cast<std::size_t>(batch));
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (std::int64_t i = 0; i < rows.shape(1); ++i) out[b].push_back(rows.at(b, i));
+
+  // Token i of each row at `position` of the caches: the logits [B, vocabulary].
+  auto decode_at = [&](std::size_t i, std::int64_t position) {
+    tensor<bool> here = at, seen = visible;
+    here.fill(false);
+    here.at(position, 0) = true;
+    seen.fill(false);
+    seen.take(0, 0, position + 1).fill(true);
+    tensor<std::int64_t> token(shape{batch, 1});
+    for (std::int64_t b = 0; b < batch; ++b) token.at(b, 0) = out[b][i];
+    tensor<T> x = model.tokens(token) + model.positions(tensor<std::int64_t>{position});
+    for (std::size_t l = 0; l < Layers; ++l) {
+      auto [y, keys, values] = steps[l](x, caches[2 * l], caches[2 * l + 1]);
+      x = y;
+      caches[2 * l] = keys;
+      caches[2 * l + 1] = values;
+    }
+    return model.head(model.norm(x)).reshape({batch, c.vocabulary});
+  };
+  // Fresh caches holding tokens [first, end) of each row.
+  auto refill = [&](std::size_t first, std::size_t end) {
+    for (auto& cache : caches) cache = zeros<T>({batch, heads, c.context, head_width});
+    tensor<T> logits;
+    for (std::size_t i = first; i < end; ++i) logits = decode_at(i, static_cast<std::int64_t>(i - first));
+    return logits;
+  };
+
+  std::size_t first = out[0].size() > static_cast<std::size_t>(c.context) ? out[0].size() - c.context : 0;
+  tensor<T> logits = refill(first, out[0].size());
+  for (std::int64_t n = 0; n < max_tokens; ++n) {
+    const tensor<std::int64_t> next = detail::sample_next(logits, options, gen);
+    for (std::int64_t b = 0; b < batch; ++b) out[b].push_back(next.at(b, 0));
+    if (n + 1 == max_tokens) break;
+    const std::size_t length = out[0].size();
+    if (length - first > static_cast<std::size_t>(c.context)) {
+      first = length - static_cast<std::size_t>(c.context) / 2;
+      logits = refill(first, length);
+    } else {
+      logits = decode_at(length - 1, static_cast<std::int64_t>(length - 1 - first));
+    }
+  }
+  tensor<std::int64_t> result(shape{batch, static_cast<std::int64_t>(out[0].size())});
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (std::size_t i = 0; i < out[b].size(); ++i) result.at(b, static_cast<std::int64_t>(i)) = out[b][i];
+  return single ? result.squeeze(0) : result;
+}
+
+}  // namespace tandem::nn

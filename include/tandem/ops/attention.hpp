@@ -1,0 +1,268 @@
+#pragma once
+// scaled_dot_product_attention(q, k, v, {.causal, .mask, .scale, .dropout,
+// .seed}): softmax(q k^T * scale, masked) v over the last two axes, the
+// leading axes (batch, heads) broadcast. q is [..., tq, d], k [..., tk, d],
+// v [..., tk, dv]; the result is [..., tq, dv].
+//
+// On the CPU it is one fused op forward and backward
+// (kernels/cpu/attention.hpp): memory grows with T, not T^2. Elsewhere, and
+// for a second derivative, it is the composition of matmul, softmax and
+// where, which the same rules differentiate.
+//
+// The causal mask lets query i see key j when j <= i + tk - tq: with tq ==
+// tk, as PyTorch's is_causal; with fewer queries than keys (new tokens
+// against a cache of keys), the last query sees every key. A boolean mask,
+// broadcast to [..., tq, tk], lets a query see the keys where it is true. A
+// query that sees no key gives a NaN row. Dropout drops probabilities with
+// the given chance and scales the rest by 1 / (1 - dropout); the draws are a
+// function of the seed, the head and the position alone, so a call with the
+// same seed drops the same pairs, forward and backward.
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "tandem/autograd/grad_mode.hpp"
+#include "tandem/autograd/record.hpp"
+#include "tandem/core/tensor.hpp"
+#include "tandem/kernels/cpu/attention.hpp"
+#include "tandem/ops/elementwise.hpp"
+#include "tandem/ops/linalg.hpp"
+#include "tandem/ops/reduce.hpp"
+#include "tandem/ops/softmax.hpp"
+
+namespace tandem {
+
+struct attention_options {
+  bool causal = false;
+  // Where true, a query sees the key; broadcast to [..., tq, tk].
+  std::optional<tensor<bool>> mask = std::nullopt;
+  // 1 / sqrt(d) when not given.
+  std::optional<double> scale = std::nullopt;
+  double dropout = 0;
+  std::uint64_t seed = 0;
+};
+
+namespace detail {
+
+// The leading shape the three operands broadcast to, checked.
+template <class T>
+shape attention_batch(const tensor<T>& q, const tensor<T>& k, const tensor<T>& v, const attention_options& o) {
+  auto fail = [&](const std::string& why) {
+    throw shape_error("tandem::scaled_dot_product_attention: " + why + " (q " + to_string(q.shape()) + ", k " +
+                      to_string(k.shape()) + ", v " + to_string(v.shape()) +
+                      (o.mask ? ", mask " + to_string(o.mask->shape()) : std::string()) + ")");
+  };
+  if (q.dim() < 2 || k.dim() < 2 || v.dim() < 2) fail("q, k and v need at least two axes, [..., T, D]");
+  if (q.shape(-1) != k.shape(-1)) fail("q and k must have the same last extent");
+  if (k.shape(-2) != v.shape(-2)) fail("k and v must have as many rows");
+  if (!(o.dropout >= 0 && o.dropout < 1))
+    throw value_error("tandem::scaled_dot_product_attention: dropout must lie in [0, 1), got " +
+                      std::to_string(o.dropout));
+  shape batch;
+  auto leading = [](const tensor<T>& x) { return shape(x.shape().begin(), x.shape().end() - 2); };
+  if (!try_broadcast(batch, leading(q)) || !try_broadcast(batch, leading(k)) || !try_broadcast(batch, leading(v)))
+    fail("the leading axes do not broadcast");
+  if (o.mask) {
+    shape full = batch;
+    full.push_back(q.shape(-2));
+    full.push_back(k.shape(-2));
+    if (!broadcasts_to(o.mask->shape(), full)) fail("the mask does not broadcast to [..., tq, tk]");
+  }
+  return batch;
+}
+
+// Which (query, key) pairs dropout keeps, as a tensor [batch..., tq, tk].
+template <class T>
+tensor<T> attention_keep(const shape& batch, std::int64_t tq, std::int64_t tk, const attention_options& o) {
+  shape full = batch;
+  full.push_back(tq);
+  full.push_back(tk);
+  tensor<T> keep(full);
+  const std::uint64_t threshold = static_cast<std::uint64_t>(o.dropout * 18446744073709551616.0);
+  const T scale = T(1 / (1 - o.dropout));
+  const std::int64_t heads = numel(batch);
+  for (std::int64_t n = 0; n < heads; ++n)
+    for (std::int64_t i = 0; i < tq; ++i)
+      for (std::int64_t j = 0; j < tk; ++j)
+        keep.data()[(n * tq + i) * tk + j] = attention_keeps(o.seed, n, i, j, threshold) ? scale : T(0);
+  return keep;
+}
+
+// Where a query sees a key, [tq, tk] or broadcast with the mask.
+inline tensor<bool> attention_visible(std::int64_t tq, std::int64_t tk, const attention_options& o) {
+  tensor<bool> visible(shape{tq, tk});
+  for (std::int64_t i = 0; i < tq; ++i)
+    for (std::int64_t j = 0; j < tk; ++j) visible.data()[i * tk + j] = !o.causal || j <= i + tk - tq;
+  if (o.mask) return logical_and(visible, *o.mask);
+  return visible;
+}
+
+inline double attention_scale(const attention_options& o, std::int64_t d) {
+  return o.scale ? *o.scale : 1.0 / std::sqrt(static_cast<double>(std::max<std::int64_t>(d, 1)));
+}
+
+// The attention probabilities as ops: softmax of the masked, scaled scores
+// (rows that see nothing are 0 here; the forward makes their output NaN).
+template <class Q, class K>
+auto attention_probabilities(const Q& q, const K& k, const attention_options& o) {
+  using T = typename Q::value_type;
+  const auto visible = attention_visible(q.shape(-2), k.shape(-2), o).to(q.device());
+  auto scores = matmul(q, k.transpose(-1, -2)) * static_cast<T>(attention_scale(o, q.shape(-1)));
+  auto p = softmax(where(visible, scores, -std::numeric_limits<T>::infinity()), -1);
+  return where(isnan(p), T(0), p);
+}
+
+// The op's composition, forward: for devices without the fused kernel.
+template <class T>
+tensor<T> composed_attention(const tensor<T>& q, const tensor<T>& k, const tensor<T>& v, const attention_options& o) {
+  tensor<T> p = attention_probabilities(q, k, o);
+  const shape batch = attention_batch(q, k, v, o);
+  if (o.dropout > 0) p = p * attention_keep<T>(batch, q.shape(-2), k.shape(-2), o).to(q.device());
+  tensor<T> out = matmul(p, v);
+  const tensor<bool> seen =
+      sum(attention_visible(q.shape(-2), k.shape(-2), o).template astype<T>(), -1, true).to(q.device()) > T(0);
+  return where(seen, out, std::numeric_limits<T>::quiet_NaN());
+}
+
+// The operands as the kernel takes them: contiguous, broadcast to the
+// common leading shape, with the mask's offsets per head.
+template <class T>
+struct fused_attention_operands {
+  tensor<T> q, k, v;
+  tensor<bool> mask;
+  std::vector<std::int64_t> mask_heads;
+  attention_problem<T> problem;
+};
+
+template <class T>
+fused_attention_operands<T> fused_operands(const tensor<T>& q, const tensor<T>& k, const tensor<T>& v,
+                                           const shape& batch, const attention_options& o) {
+  fused_attention_operands<T> f;
+  auto full = [&](const tensor<T>& x) {
+    shape s = batch;
+    s.push_back(x.shape(-2));
+    s.push_back(x.shape(-1));
+    return x.detach().expand(s).contiguous();
+  };
+  f.q = full(q);
+  f.k = full(k);
+  f.v = full(v);
+  const std::int64_t heads = numel(batch), tq = q.shape(-2), tk = k.shape(-2);
+  f.problem = {heads, tq, tk, q.shape(-1), v.shape(-1), f.q.data(), f.k.data(), f.v.data(),
+               static_cast<T>(attention_scale(o, q.shape(-1))), o.causal};
+  if (o.mask) {
+    shape s = batch;
+    s.push_back(tq);
+    s.push_back(tk);
+    f.mask = o.mask->expand(s);
+    const auto strides = f.mask.strides();
+    const std::size_t lead = batch.size();
+    f.mask_heads.resize(static_cast<std::size_t>(heads));
+    for (std::int64_t n = 0; n < heads; ++n) {
+      std::int64_t rest = n, offset = 0;
+      for (std::size_t a = lead; a-- > 0;) {
+        offset += rest % batch[a] * strides[a];
+        rest /= batch[a];
+      }
+      f.mask_heads[static_cast<std::size_t>(n)] = offset;
+    }
+    f.problem.mask = f.mask.data();
+    f.problem.mask_head = f.mask_heads.data();
+    f.problem.mask_row = strides[lead];
+    f.problem.mask_column = strides[lead + 1];
+  }
+  f.problem.dropout = o.dropout;
+  f.problem.seed = o.seed;
+  return f;
+}
+
+template <class T>
+struct attention_op {
+  static constexpr const char* name = "scaled_dot_product_attention";
+  static constexpr bool saves_output = true;
+  attention_options options;
+  tensor<T> logsumexp;  // [batch..., tq], the fused forward's
+  bool fused;
+
+  template <std::size_t I, class G, class Y, class Q, class K, class V>
+  G derivative(const G& g, const Y& y, const Q& q, const K& k, const V& v) const {
+    std::array<bool, 3> wanted{};
+    wanted[I] = true;
+    return std::get<I>(gradients(wanted, g, y, q, k, v));
+  }
+
+  // dq, dk and dv from one pass over the blocks (autograd/derivative.hpp,
+  // has_joint_gradients).
+  template <class G, class Y, class Q, class K, class V>
+  std::tuple<G, G, G> gradients(const std::array<bool, 3>& wanted, const G& g, const Y& y, const Q& q, const K& k,
+                                const V& v) const {
+    if (is_grad_enabled() || !fused) return composed_gradients(wanted, g, q, k, v);
+    const shape batch = attention_batch(q, k, v, options);
+    const auto problem_of = fused_operands(q, k, v, batch, options);
+    const auto& p = problem_of.problem;
+    tensor<T> dq(problem_of.q.shape()), dk(problem_of.k.shape()), dv(problem_of.v.shape());
+    const tensor<T> gc = g.detach().expand(y.shape()).contiguous(), yc = y.detach().contiguous();
+    attention_backward(p, gc.data(), yc.data(), logsumexp.data(), dq.data(), dk.data(), dv.data());
+    return {wanted[0] ? dq : G(), wanted[1] ? dk : G(), wanted[2] ? dv : G()};
+  }
+
+ private:
+  template <class G, class Q, class K, class V>
+  std::tuple<G, G, G> composed_gradients(const std::array<bool, 3>& wanted, const G& g, const Q& q, const K& k,
+                                         const V& v) const {
+    const T scale = static_cast<T>(attention_scale(options, q.shape(-1)));
+    auto p = attention_probabilities(q, k, options);
+    tensor<T> keep;
+    if (options.dropout > 0)
+      keep = attention_keep<T>(attention_batch(q, k, v, options), q.shape(-2), k.shape(-2), options).to(q.device());
+    auto kept = options.dropout > 0 ? p * keep : p;
+    std::tuple<G, G, G> out;
+    if (wanted[2]) std::get<2>(out) = matmul(kept.transpose(-1, -2), g);
+    if (wanted[0] || wanted[1]) {
+      auto dp = matmul(g, v.transpose(-1, -2));
+      if (options.dropout > 0) dp = dp * keep;
+      auto ds = p * (dp - sum(dp * p, -1, true)) * scale;
+      if (wanted[0]) std::get<0>(out) = matmul(ds, k);
+      if (wanted[1]) std::get<1>(out) = matmul(ds.transpose(-1, -2), q);
+    }
+    return out;
+  }
+};
+
+}  // namespace detail
+
+template <floating_element T>
+tensor<T> scaled_dot_product_attention(const tensor<T>& q, const tensor<T>& k, const tensor<T>& v,
+                                       const attention_options& options = {}) {
+  const shape batch = detail::attention_batch(q, k, v, options);
+  const device where =
+      detail::common_device("scaled_dot_product_attention", {detail::place_of(q), detail::place_of(k), detail::place_of(v)});
+  if (options.mask && options.mask->device() != where)
+    throw device_error("tandem::scaled_dot_product_attention: the mask is on " + to_string(options.mask->device()) +
+                       " and q, k, v on " + to_string(where) + "; move it with to()");
+  if (!where.is_cpu()) {
+    tensor<T> out;
+    {
+      no_grad values_only;
+      out = detail::composed_attention(q.detach(), k.detach(), v.detach(), options);
+    }
+    detail::record(detail::attention_op<T>{options, tensor<T>(), false}, out, q, k, v);
+    return out;
+  }
+  const auto f = detail::fused_operands(q, k, v, batch, options);
+  shape out_shape = batch, rows = batch;
+  out_shape.push_back(q.shape(-2));
+  out_shape.push_back(v.shape(-1));
+  rows.push_back(q.shape(-2));
+  tensor<T> out(out_shape), logsumexp(rows);
+  detail::attention_forward(f.problem, out.data(), logsumexp.data());
+  detail::record(detail::attention_op<T>{options, logsumexp, true}, out, q, k, v);
+  return out;
+}
+
+}  // namespace tandem
