@@ -192,8 +192,9 @@ int main(int argc, char** argv) {
     total = static_cast<std::int64_t>(seconds / per_step);
     init = generator(7);
   }
-  std::cout << "\n" << mode_name(s.mode) << " mode, " << (s.quick ? "20 steps" : std::to_string(s.minutes) + " minutes")
-            << " (about " << total << " steps):" << std::endl;
+  std::cout << "\n" << mode_name(s.mode) << " mode, ";
+  if (s.quick) std::cout << "20 steps:" << std::endl;
+  else std::cout << std::defaultfloat << s.minutes << " minutes (about " << total << " steps):" << std::endl;
   trainer main_run(text, s, s.mode, total, init);
   const auto losses = train(main_run, text, s, s.quick ? total : 0, seconds, true);
   main_run.model.eval();
@@ -202,9 +203,13 @@ int main(int argc, char** argv) {
             << losses.size() << " steps\n";
 
   const std::string prompt = "And God said";
+  const auto sampling = std::chrono::steady_clock::now();
   const tensor<std::int64_t> tokens = nn::generate(main_run.model, from_vector(text.encode(prompt)), s.sample_length,
                                                    {.temperature = 0.8, .top_k = 20, .seed = 1});
-  std::cout << "\nsampled (temperature 0.8, top 20):\n" << text.decode(tokens.to_vector()) << "\n";
+  const double sampled = std::chrono::duration<double>(std::chrono::steady_clock::now() - sampling).count();
+  std::cout << "\nsampled (temperature 0.8, top 20; " << std::fixed << std::setprecision(0)
+            << static_cast<double>(s.sample_length) / sampled << " tokens/s with the key-value cache):\n"
+            << text.decode(tokens.to_vector()) << "\n";
   // The modes differ by rounding only (fused and unfused sums), which a few
   // steps leave far below this.
   return differs < 1e-3 ? 0 : 1;

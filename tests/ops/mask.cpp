@@ -22,8 +22,9 @@ TEST_CASE_TEMPLATE("tril and triu keep the band a double loop keeps", T, float, 
         lower.push_back(j - i <= diagonal ? values[e] : 0);
         upper.push_back(j - i >= diagonal ? values[e] : 0);
       }
-      for (auto& [layout, x] : test::layouts(base)) {
-        INFO(layout << ", diagonal " << diagonal << ", shape " << to_string(s));
+      for (const auto& entry : test::layouts(base)) {
+        const tensor<T>& x = entry.second;
+        INFO(entry.first << ", diagonal " << diagonal << ", shape " << to_string(s));
         test::check_values(tril(x, diagonal), s, lower, "tril");
         test::check_values(triu(x, diagonal), s, upper, "triu");
       }

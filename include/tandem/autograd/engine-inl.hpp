@@ -13,7 +13,6 @@
 #include "tandem/autograd/engine.hpp"
 #include "tandem/core/deferred.hpp"
 #include "tandem/graph/mode.hpp"
-#include "tandem/ops/elementwise/arithmetic.hpp"
 
 namespace tandem::detail {
 
@@ -33,16 +32,6 @@ inline std::unordered_map<node*, std::int64_t> edges_into_nodes_run_when_ready(n
     }
   }
   return count;
-}
-
-TANDEM_LIBRARY_FUNCTION any_gradient sum_of(const any_gradient& a, const any_gradient& b) {
-  return std::visit(
-      [](const auto& x, const auto& y) -> any_gradient {
-        using T = typename std::decay_t<decltype(x)>::value_type;
-        if constexpr (std::is_same_v<T, typename std::decay_t<decltype(y)>::value_type>) return x + y;
-        else return x + y.template astype<T>();
-      },
-      a, b);
 }
 
 inline void run_graph_now(node& root, const backward_context& context, capture_request* capture) {
@@ -83,7 +72,7 @@ inline void run_graph_now(node& root, const backward_context& context, capture_r
       // Added to what backwards started inside this run found for it.
       if (at != capture->targets.end()) {
         auto& result = capture->results[at - capture->targets.begin()];
-        result = result ? sum_of(*result, n->pending()) : n->pending();
+        result = result ? n->pending_plus(*result) : n->pending();
       }
     }
     n->run(context);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <queue>
+#include <variant>
 #include <vector>
 
 #include "tandem/autograd/backward_options.hpp"
@@ -50,8 +51,18 @@ void run_graph_from(const tensor<T>& output, const tensor<T>& seed, const backwa
   run_graph(*root, context, capture);
 }
 
-// Two gradients of one leaf, from two runs that reached it.
-any_gradient sum_of(const any_gradient& a, const any_gradient& b);
+// Two gradients of one leaf, from two runs that reached it (a template: the
+// sum is the op's, which its instantiation finds where it is used).
+template <class G = any_gradient>
+G sum_of(const G& a, const G& b) {
+  return std::visit(
+      [](const auto& x, const auto& y) -> G {
+        using T = typename std::decay_t<decltype(x)>::value_type;
+        if constexpr (std::is_same_v<T, typename std::decay_t<decltype(y)>::value_type>) return x + y;
+        else return x + y.template astype<T>();
+      },
+      a, b);
+}
 
 // The run under way on this thread, while a node of it runs.
 struct active_run {

@@ -45,6 +45,8 @@ class node : public std::enable_shared_from_this<node> {
   virtual void receive(const tensor<double>& g) = 0;
   virtual bool has_pending() const = 0;
   virtual any_gradient pending() const = 0;
+  // The pending gradient plus `other` (what another run found for this node).
+  virtual any_gradient pending_plus(const any_gradient& other) const = 0;
   virtual void clear_pending() = 0;
   // Turns the pending gradient into gradients for `next` and hands them on.
   virtual void run(const backward_context& context) = 0;

@@ -16,6 +16,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "tandem/autograd/derivative.hpp"
 #include "tandem/autograd/grad_mode.hpp"
@@ -33,6 +34,14 @@ class typed_node : public node {
   void receive(const tensor<double>& g) override { add(g); }
   bool has_pending() const override { return pending_.has_value(); }
   any_gradient pending() const override { return *pending_; }
+  any_gradient pending_plus(const any_gradient& other) const override {
+    return std::visit(
+        [&](const auto& g) -> any_gradient {
+          if constexpr (std::is_same_v<std::decay_t<decltype(g)>, tensor<T>>) return *pending_ + g;
+          else return *pending_ + g.template astype<T>();
+        },
+        other);
+  }
   void clear_pending() override { pending_.reset(); }
 
  protected:
