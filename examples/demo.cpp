@@ -27,6 +27,7 @@
 #endif
 
 #include "fashion_models.hpp"
+#include "run_mode.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -84,17 +85,6 @@ struct job {
 
 constexpr std::int64_t batch_size = 128;
 
-// eager: op by op; graph: one static graph call per step (mode::graph);
-// capture: the eager step under capture(), its elementwise ops fused at run time.
-enum class run_mode { eager, graph, capture };
-
-std::string mode_name(run_mode m) { return m == run_mode::eager ? "eager" : m == run_mode::graph ? "graph" : "capture"; }
-
-std::optional<run_mode> parse_mode(const std::string& name) {
-  for (run_mode m : {run_mode::eager, run_mode::graph, run_mode::capture})
-    if (mode_name(m) == name) return m;
-  return std::nullopt;
-}
 
 template <class Model>
 run_result train(const std::string& name, run_mode m, const dataset& train_set, const dataset& test_set, int epochs,

@@ -15,13 +15,13 @@
 #include <tandem/tandem.hpp>
 
 #include "gpt_corpus.hpp"
+#include "run_mode.hpp"
 
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,14 +30,6 @@ using namespace tandem;
 namespace {
 
 using model_type = nn::gpt<float, 4>;
-
-enum class run_mode { eager, graph, capture };
-std::string mode_name(run_mode m) { return m == run_mode::eager ? "eager" : m == run_mode::graph ? "graph" : "capture"; }
-std::optional<run_mode> parse_mode(const std::string& name) {
-  for (run_mode m : {run_mode::eager, run_mode::graph, run_mode::capture})
-    if (mode_name(m) == name) return m;
-  return std::nullopt;
-}
 
 struct settings {
   std::int64_t context = 128, batch = 16;
