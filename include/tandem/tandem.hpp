@@ -23,6 +23,7 @@
 #include "tandem/graph/loop.hpp"
 #include "tandem/graph/mode.hpp"
 #include "tandem/graph/ops.hpp"
+#include "tandem/graph/pieces.hpp"
 #include "tandem/graph/repeat.hpp"
 #include "tandem/graph/scan.hpp"
 #include "tandem/graph/static_graph.hpp"

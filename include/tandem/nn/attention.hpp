@@ -17,6 +17,7 @@
 
 #include "tandem/core/random.hpp"
 #include "tandem/graph/ops.hpp"
+#include "tandem/graph/pieces.hpp"
 #include "tandem/nn/linear.hpp"
 #include "tandem/nn/module.hpp"
 #include "tandem/ops/attention.hpp"
