@@ -30,8 +30,24 @@ install_missing() {
 
 jobs=$(nproc 2>/dev/null || echo 2)
 
+# TANDEM_TIME_COMPILES=1 (CI sets it): the builds log each translation
+# unit's CPU time and peak memory (cmake/time_compile.sh) and print the
+# heaviest after building (bench/compile_costs.py).
+timing=()
+if [ "${TANDEM_TIME_COMPILES:-0}" = 1 ]; then
+  timing=(-DTANDEM_TIME_COMPILES=ON)
+  packages+=(time python3)
+fi
+
+report_compile_costs() {
+  local log=build/$1/compile_times.log
+  if [ ${#timing[@]} -gt 0 ] && [ -f "$log" ]; then
+    python3 bench/compile_costs.py "$log"
+  fi
+}
+
 configure() {
-  cmake --preset release >/dev/null
+  cmake --preset release "${timing[@]}" >/dev/null
 }
 
 # Configures, builds and runs the tests of one preset (extra arguments go to
@@ -39,8 +55,9 @@ configure() {
 build_and_test() {
   local preset=$1
   shift
-  cmake --preset "$preset" "$@" >/dev/null
+  cmake --preset "$preset" "${timing[@]}" "$@" >/dev/null
   cmake --build --preset "$preset" -j "$jobs"
+  report_compile_costs "$preset"
   ctest --preset "$preset" -j "$jobs"
 }
 
@@ -104,6 +121,7 @@ case "${1:-}" in
     install_missing libopenmpi-dev openmpi-bin bible-kjv bible-kjv-text
     configure
     cmake --build --preset release -j "$jobs"
+    report_compile_costs release
     ctest --preset release -j "$jobs"
     ;;
   bench)

@@ -129,10 +129,19 @@ int main() {{
 
 EMPTY = "#include <tandem/tandem.hpp>\nint main() {}\n"
 
+ONE_OP = PROLOGUE + """
+int main() {
+  tensor<float> x = ones<float>({4, 4});
+  tensor<float> y = x * x;
+  return y.at(0, 0) == 1.0f ? 0 : 1;
+}
+"""
+
 
 def cases(which):
     out = [
         ("umbrella include + empty main", "source", EMPTY),
+        ("umbrella include + one eager op", "source", ONE_OP),
         ("10-node jit graph + grad", "source", JIT10),
         ("10-node eager function + grad", "source", ten_nodes_run("std::function<tensor<float>(const tensor<float>&, const tensor<float>&)>")),
         ("10-node captured function + grad", "source", ten_nodes_run("capture")),

@@ -115,6 +115,28 @@ TEST_CASE("scaled_dot_product_attention: gradients against finite differences") 
   }
 }
 
+TEST_CASE("scaled_dot_product_attention: heads split by a transpose, merged back by a view") {
+  const std::int64_t b = 2, t = 67, h = 2, d = 3;
+  auto split_heads = [&](const tensor<double>& x) { return x.reshape({b, t, h, d}).transpose(1, 2); };
+  auto attend = [&](const std::vector<tensor<double>>& x) {
+    tensor<double> y = scaled_dot_product_attention(split_heads(x[0]), split_heads(x[1]), split_heads(x[2]),
+                                                    {.causal = true});
+    return y.transpose(1, 2).reshape({b, t, h * d});
+  };
+  std::vector<tensor<double>> x;
+  for (std::uint64_t seed : {31, 32, 33}) x.push_back(test::random_tensor<double>({b, t, h * d}, -1, 1, seed));
+  // The heads are read in place and the result laid out as [b, t, h, d]:
+  // merging the heads back is a view of it.
+  tensor<double> y = scaled_dot_product_attention(split_heads(x[0]), split_heads(x[1]), split_heads(x[2]),
+                                                  {.causal = true});
+  CHECK(y.transpose(1, 2).is_contiguous());
+  const auto want = reference_attention(split_heads(x[0]).contiguous().reshape({b * h, t, d}),
+                                        split_heads(x[1]).contiguous().reshape({b * h, t, d}),
+                                        split_heads(x[2]).contiguous().reshape({b * h, t, d}), {.causal = true}, nullptr);
+  test::check_values(y.contiguous().reshape({b * h, t, d}), {b * h, t, d}, want, "split heads", 1e-12, 1e-12);
+  test::check_gradients(attend, x, "heads split by a transpose");
+}
+
 TEST_CASE("scaled_dot_product_attention: a second derivative takes the composed route") {
   tensor<double> q = test::random_tensor<double>({2, 4, 3}, -1, 1, 31);
   tensor<double> k = test::random_tensor<double>({2, 4, 3}, -1, 1, 32);

@@ -46,10 +46,8 @@ class capture_session final : public deferred_work {
 
   // Appends `op` over `out_shape` to the open region and returns the
   // storage its result will have; null when it must run now instead.
-  // Declared inline where they are defined inline (header-only): an
-  // out-of-line virtual function would be the class's key function, and
-  // every translation unit would then emit the vtable and every member.
-  TANDEM_LIBRARY_FUNCTION std::shared_ptr<storage> defer(const deferred_op& op, std::span<deferred_operand> operands,
+  // TANDEM_LIBRARY_VIRTUAL: no key function header-only (core/config.hpp).
+  TANDEM_LIBRARY_VIRTUAL std::shared_ptr<storage> defer(const deferred_op& op, std::span<deferred_operand> operands,
                                                          const shape& out_shape) override;
 
   // The call returned: runs the open region.
@@ -57,11 +55,11 @@ class capture_session final : public deferred_work {
 
   // Appends a reduction of one of the open region's values, which ends the
   // region: the value is reduced tile by tile as the region computes it.
-  TANDEM_LIBRARY_FUNCTION std::shared_ptr<storage> defer_reduction(const deferred_reduction& reduction,
+  TANDEM_LIBRARY_VIRTUAL std::shared_ptr<storage> defer_reduction(const deferred_reduction& reduction,
                                                                    const std::shared_ptr<storage>& input) override;
 
-  TANDEM_LIBRARY_FUNCTION void run_pending(const char* why) override;
-  TANDEM_LIBRARY_FUNCTION void before_write(const storage& written) override;
+  TANDEM_LIBRARY_VIRTUAL void run_pending(const char* why) override;
+  TANDEM_LIBRARY_VIRTUAL void before_write(const storage& written) override;
 
  private:
   struct recorded_op {

@@ -36,8 +36,8 @@ class graph_join_node final : public typed_node<float> {
   graph_join_node(std::shared_ptr<graph_run> run, recorded_backward replay, std::vector<std::shared_ptr<node>> edges,
                   std::vector<const void*> input_keys);
   void seed(const void* key, any_tensor g) { seeds_.emplace_back(key, std::move(g)); }
-  void run(const backward_context& context) override;
-  std::string name() const override;
+  TANDEM_LIBRARY_VIRTUAL void run(const backward_context& context) override;
+  TANDEM_LIBRARY_VIRTUAL std::string name() const override;
 
  private:
   std::shared_ptr<graph_run> run_;

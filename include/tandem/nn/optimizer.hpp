@@ -250,8 +250,8 @@ class sgd : public optimizer {
   sgd(const std::vector<named_tensor>& parameters, const sgd_options& options);
 
  protected:
-  void update(detail::slot_state<float>& p, const tensor<float>& grad) override;
-  void update(detail::slot_state<double>& p, const tensor<double>& grad) override;
+  TANDEM_LIBRARY_VIRTUAL void update(detail::slot_state<float>& p, const tensor<float>& grad) override;
+  TANDEM_LIBRARY_VIRTUAL void update(detail::slot_state<double>& p, const tensor<double>& grad) override;
 
  private:
   template <class T>
@@ -285,8 +285,8 @@ class adam : public optimizer {
 
 
  protected:
-  void update(detail::slot_state<float>& p, const tensor<float>& grad) override;
-  void update(detail::slot_state<double>& p, const tensor<double>& grad) override;
+  TANDEM_LIBRARY_VIRTUAL void update(detail::slot_state<float>& p, const tensor<float>& grad) override;
+  TANDEM_LIBRARY_VIRTUAL void update(detail::slot_state<double>& p, const tensor<double>& grad) override;
 
   adam(const std::vector<named_tensor>& parameters, const adam_options& options, bool decoupled);
 

@@ -5,9 +5,11 @@
 // v [..., tk, dv]; the result is [..., tq, dv].
 //
 // On the CPU it is one fused op forward and backward
-// (kernels/cpu/attention.hpp): memory grows with T, not T^2. Elsewhere, and
-// for a second derivative, it is the composition of matmul, softmax and
-// where, which the same rules differentiate.
+// (kernels/cpu/attention.hpp): memory grows with T, not T^2. It reads its
+// operands in place (views, broadcast heads) and lays its result out as
+// [..., tq, H, dv] in memory, so that y.transpose(1, 2).reshape({B, T, C})
+// is a view. Elsewhere, and for a second derivative, it is the composition
+// of matmul, softmax and where, which the same rules differentiate.
 //
 // The causal mask lets query i see key j when j <= i + tk - tq: with tq ==
 // tk, as PyTorch's is_causal; with fewer queries than keys (new tokens
@@ -22,6 +24,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -129,11 +132,68 @@ tensor<T> composed_attention(const tensor<T>& q, const tensor<T>& k, const tenso
   return where(seen, out, std::numeric_limits<T>::quiet_NaN());
 }
 
-// The operands as the kernel takes them: contiguous, broadcast to the
-// common leading shape, with the mask's offsets per head.
+// Where head n of a tensor [batch..., rows, width] starts, for each head
+// in the leading shape's order: its leading strides (0 where broadcast)
+// times the head's index along each.
+inline std::vector<std::int64_t> attention_head_offsets(const shape& batch, std::span<const std::int64_t> strides) {
+  const std::int64_t heads = numel(batch);
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(heads));
+  for (std::int64_t n = 0; n < heads; ++n) {
+    std::int64_t rest = n, offset = 0;
+    for (std::size_t a = batch.size(); a-- > 0;) {
+      offset += rest % batch[a] * strides[a];
+      rest /= batch[a];
+    }
+    offsets[static_cast<std::size_t>(n)] = offset;
+  }
+  return offsets;
+}
+
+// An operand or result of the fused kernel: a view [batch..., rows, width]
+// and where each head's rows start in it.
+template <class T>
+struct attention_tensor {
+  tensor<T> view;
+  std::vector<std::int64_t> heads;
+
+  attention_tensor() = default;
+  attention_tensor(tensor<T> x, const shape& batch)
+      : view(std::move(x)), heads(attention_head_offsets(batch, view.strides())) {}
+  attention_rows rows() const { return {heads.data(), view.strides()[view.dim() - 2]}; }
+};
+
+// q, k or v as the kernel reads it: broadcast to the common leading shape
+// and read in place (heads split from [B, T, H, D] by a transpose are
+// strided views; broadcast heads share rows), copied only where a row's
+// elements are not adjacent.
+template <class T>
+attention_tensor<T> attention_operand(const tensor<T>& x, const shape& batch) {
+  shape s = batch;
+  s.push_back(x.shape(-2));
+  s.push_back(x.shape(-1));
+  tensor<T> view = x.detach().expand(s);
+  if (view.shape(-1) > 1 && view.strides()[view.dim() - 1] != 1) view = view.contiguous();
+  return {std::move(view), batch};
+}
+
+// A result [batch..., rows, width] laid out as [batch[:-1]..., rows,
+// batch[-1], width]: the heads' rows interleaved as a transpose to
+// [B, T, H, D] then a reshape to [B, T, H * D] reads them, which is then a
+// view, not a copy (PyTorch's fused attention lays its output out so too).
+template <class T>
+attention_tensor<T> attention_result(const shape& batch, std::int64_t rows, std::int64_t width) {
+  if (batch.empty()) return {tensor<T>(shape{rows, width}), batch};
+  shape memory(batch.begin(), batch.end() - 1);
+  memory.push_back(rows);
+  memory.push_back(batch.back());
+  memory.push_back(width);
+  return {tensor<T>(memory).transpose(-3, -2), batch};
+}
+
+// The operands as the kernel takes them, with the mask's offsets per head.
 template <class T>
 struct fused_attention_operands {
-  tensor<T> q, k, v;
+  attention_tensor<T> q, k, v;
   tensor<bool> mask;
   std::vector<std::int64_t> mask_heads;
   attention_problem<T> problem;
@@ -143,18 +203,13 @@ template <class T>
 fused_attention_operands<T> fused_operands(const tensor<T>& q, const tensor<T>& k, const tensor<T>& v,
                                            const shape& batch, const attention_options& o) {
   fused_attention_operands<T> f;
-  auto full = [&](const tensor<T>& x) {
-    shape s = batch;
-    s.push_back(x.shape(-2));
-    s.push_back(x.shape(-1));
-    return x.detach().expand(s).contiguous();
-  };
-  f.q = full(q);
-  f.k = full(k);
-  f.v = full(v);
+  f.q = attention_operand(q, batch);
+  f.k = attention_operand(k, batch);
+  f.v = attention_operand(v, batch);
   const std::int64_t heads = numel(batch), tq = q.shape(-2), tk = k.shape(-2);
-  f.problem = {heads, tq, tk, q.shape(-1), v.shape(-1), f.q.data(), f.k.data(), f.v.data(),
-               static_cast<T>(attention_scale(o, q.shape(-1))), o.causal};
+  f.problem = {heads,         tq,           tk,           q.shape(-1),  v.shape(-1),
+               f.q.view.data(), f.k.view.data(), f.v.view.data(), f.q.rows(), f.k.rows(),
+               f.v.rows(),    static_cast<T>(attention_scale(o, q.shape(-1))), o.causal};
   if (o.mask) {
     shape s = batch;
     s.push_back(tq);
@@ -162,15 +217,7 @@ fused_attention_operands<T> fused_operands(const tensor<T>& q, const tensor<T>& 
     f.mask = o.mask->expand(s);
     const auto strides = f.mask.strides();
     const std::size_t lead = batch.size();
-    f.mask_heads.resize(static_cast<std::size_t>(heads));
-    for (std::int64_t n = 0; n < heads; ++n) {
-      std::int64_t rest = n, offset = 0;
-      for (std::size_t a = lead; a-- > 0;) {
-        offset += rest % batch[a] * strides[a];
-        rest /= batch[a];
-      }
-      f.mask_heads[static_cast<std::size_t>(n)] = offset;
-    }
+    f.mask_heads = attention_head_offsets(batch, strides);
     f.problem.mask = f.mask.data();
     f.problem.mask_head = f.mask_heads.data();
     f.problem.mask_row = strides[lead];
@@ -203,12 +250,16 @@ struct attention_op {
                                 const V& v) const {
     if (is_grad_enabled() || !fused) return composed_gradients(wanted, g, q, k, v);
     const shape batch = attention_batch(q, k, v, options);
-    const auto problem_of = fused_operands(q, k, v, batch, options);
-    const auto& p = problem_of.problem;
-    tensor<T> dq(problem_of.q.shape()), dk(problem_of.k.shape()), dv(problem_of.v.shape());
-    const tensor<T> gc = g.detach().expand(y.shape()).contiguous(), yc = y.detach().contiguous();
-    attention_backward(p, gc.data(), yc.data(), logsumexp.data(), dq.data(), dk.data(), dv.data());
-    return {wanted[0] ? dq : G(), wanted[1] ? dk : G(), wanted[2] ? dv : G()};
+    const auto f = fused_operands(q, k, v, batch, options);
+    const std::int64_t tq = q.shape(-2), tk = k.shape(-2);
+    auto dq = attention_result<T>(batch, tq, q.shape(-1)), dk = attention_result<T>(batch, tk, k.shape(-1)),
+         dv = attention_result<T>(batch, tk, v.shape(-1));
+    const auto gs = attention_operand(g, batch), ys = attention_operand(y, batch);
+    attention_backward(f.problem,
+                       attention_gradients<T>{gs.view.data(), gs.rows(), ys.view.data(), ys.rows(), dq.view.data(),
+                                              dk.view.data(), dv.view.data(), dq.rows(), dk.rows(), dv.rows()},
+                       logsumexp.data());
+    return {wanted[0] ? dq.view : G(), wanted[1] ? dk.view : G(), wanted[2] ? dv.view : G()};
   }
 
  private:
@@ -255,14 +306,13 @@ tensor<T> scaled_dot_product_attention(const tensor<T>& q, const tensor<T>& k, c
     return out;
   }
   const auto f = detail::fused_operands(q, k, v, batch, options);
-  shape out_shape = batch, rows = batch;
-  out_shape.push_back(q.shape(-2));
-  out_shape.push_back(v.shape(-1));
+  shape rows = batch;
   rows.push_back(q.shape(-2));
-  tensor<T> out(out_shape), logsumexp(rows);
-  detail::attention_forward(f.problem, out.data(), logsumexp.data());
-  detail::record(detail::attention_op<T>{options, logsumexp, true}, out, q, k, v);
-  return out;
+  auto out = detail::attention_result<T>(batch, q.shape(-2), v.shape(-1));
+  tensor<T> logsumexp(rows);
+  detail::attention_forward(f.problem, out.view.data(), out.rows(), logsumexp.data());
+  detail::record(detail::attention_op<T>{options, logsumexp, true}, out.view, q, k, v);
+  return out.view;
 }
 
 }  // namespace tandem

@@ -6,10 +6,13 @@
 // each row's log-sum-exp; the backward recomputes each block's
 // probabilities from it and sums dQ, dK and dV block by block.
 //
-// Every product is written as one shape, `out[:len] (+)= sum_k c[k] *
-// rows[k][:len]`, over operands packed with their rows padded to whole SIMD
-// batches, so that the inner loop keeps up to four batches of `out` in
-// registers and never needs a tail.
+// Every product is written as one shape, `out[o][:len] (+)= sum_k c[o][k] *
+// rows[k][:len]` (combine_rows), over operands packed with their rows padded
+// to whole SIMD batches: a tile of several output rows, up to four batches
+// wide, stays in registers, each batch of `rows` loaded once per tile, and
+// no loop needs a tail. q, k, v, the output and the gradients are read and
+// written in place through per-head row offsets (attention_rows), so heads
+// split from [B, T, H, D] by a transpose cost no copy.
 //
 // Masks: a key is seen by a query when it lies inside the keys, is not in
 // the causal future (key j <= query i + tk - tq: the last query sees every
@@ -42,13 +45,24 @@ inline bool attention_keeps(std::uint64_t seed, std::int64_t n, std::int64_t i, 
   return z >= threshold;
 }
 
-// One attention problem: N heads of contiguous q [tq, d], k [tk, d],
-// v [tk, dv] (head n at n * rows * width). The mask, if any, is read at
-// mask + mask_head[n] + i * mask_row + j.
+// Where an operand's rows lie: row i of head n starts at data + head[n] +
+// i * row, its elements one apart. Heads split from a [B, T, H, D] tensor by
+// a transpose, and heads broadcast from fewer (shared keys and values), are
+// read in place so.
+struct attention_rows {
+  const std::int64_t* head;
+  std::int64_t row;
+  std::int64_t at(std::int64_t n, std::int64_t i) const { return head[n] + i * row; }
+};
+
+// One attention problem: N heads of q [tq, d], k [tk, d], v [tk, dv]. The
+// mask, if any, is read at mask + mask_head[n] + i * mask_row + j *
+// mask_column.
 template <class T>
 struct attention_problem {
   std::int64_t heads, tq, tk, d, dv;
   const T *q, *k, *v;
+  attention_rows q_rows, k_rows, v_rows;
   T scale;
   bool causal;
   const bool* mask = nullptr;
@@ -79,48 +93,94 @@ inline constexpr std::int64_t attention_query_block = 64;
 
 inline std::int64_t padded_to(std::int64_t n, std::int64_t w) { return (n + w - 1) / w * w; }
 
-// out[:len] = (accumulate ? out : 0) + sum over k < count of c[k * c_stride] * rows[k * row_stride + :len];
-// len a multiple of the SIMD width.
+// The tile of `combine_rows`: Outputs rows of out, Batches SIMD batches
+// wide, in registers across the whole sum, so that each batch of `rows`
+// loaded serves Outputs multiply-adds (one output row at a time was bound
+// by its loads, and a row of one or two batches by the latency of a chain
+// of dependent multiply-adds).
+template <class T, std::int64_t Outputs, std::int64_t Batches>
+TANDEM_ALWAYS_INLINE void combine_tile(T* out, std::int64_t out_stride, const T* c, std::int64_t c_row,
+                                       std::int64_t c_step, const T* rows, std::int64_t row_stride, std::int64_t count,
+                                       bool accumulate) {
+  using batch = simd::batch<T>;
+  constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
+  batch sums[Outputs][Batches];
+  TANDEM_UNROLL_ALL
+  for (std::int64_t o = 0; o < Outputs; ++o)
+    TANDEM_UNROLL_ALL
+    for (std::int64_t b = 0; b < Batches; ++b)
+      sums[o][b] = accumulate ? simd::load(out + o * out_stride + b * w) : batch(T(0));
+  for (std::int64_t k = 0; k < count; ++k) {
+    batch x[Batches];
+    TANDEM_UNROLL_ALL
+    for (std::int64_t b = 0; b < Batches; ++b) x[b] = simd::load(rows + k * row_stride + b * w);
+    TANDEM_UNROLL_ALL
+    for (std::int64_t o = 0; o < Outputs; ++o) {
+      const batch factor(c[o * c_row + k * c_step]);
+      TANDEM_UNROLL_ALL
+      for (std::int64_t b = 0; b < Batches; ++b) sums[o][b] = xsimd::fma(factor, x[b], sums[o][b]);
+    }
+  }
+  TANDEM_UNROLL_ALL
+  for (std::int64_t o = 0; o < Outputs; ++o)
+    TANDEM_UNROLL_ALL
+    for (std::int64_t b = 0; b < Batches; ++b) simd::store(out + o * out_stride + b * w, sums[o][b]);
+}
+
+// Output rows [0, outputs) from `first`, Batches wide at column `at`, in
+// tiles of as many rows as the registers hold beside the loaded batches
+// (16 accumulators with AVX-512's 32 registers, 8 with AVX2's 16).
+template <class T, std::int64_t Batches>
+TANDEM_ALWAYS_INLINE void combine_columns(T* out, std::int64_t out_stride, std::int64_t outputs, const T* c,
+                                          std::int64_t c_row, std::int64_t c_step, const T* rows,
+                                          std::int64_t row_stride, std::int64_t count, bool accumulate) {
+  constexpr std::int64_t registers = sizeof(simd::batch<T>) >= 64 ? 16 : 8;
+  constexpr std::int64_t tile = std::max<std::int64_t>(1, std::min<std::int64_t>(8, registers / Batches));
+  std::int64_t o = 0;
+  for (; o + tile <= outputs; o += tile)
+    combine_tile<T, tile, Batches>(out + o * out_stride, out_stride, c + o * c_row, c_row, c_step, rows, row_stride,
+                                   count, accumulate);
+  for (; o < outputs; ++o)
+    combine_tile<T, 1, Batches>(out + o * out_stride, out_stride, c + o * c_row, c_row, c_step, rows, row_stride,
+                                count, accumulate);
+}
+
+// For each output row o < outputs: out[o][:len] = (accumulate ? out[o] : 0)
+// + sum over k < count of c[o * c_row + k * c_step] * rows[k * row_stride + :len];
+// len a multiple of the SIMD width. A small matrix product, C = A B with A
+// the coefficients, read along either axis (c_row 1 reads A's transpose, so
+// no block is transposed): attention's blocks are at most 64 by 64 by the
+// head's width, so a tile of output rows shares each load of `rows` instead
+// of packing for gemm.hpp.
 template <class T>
-TANDEM_ALWAYS_INLINE void combine_rows(T* out, std::int64_t len, const T* c, std::int64_t c_stride, const T* rows,
-                                       std::int64_t row_stride, std::int64_t count, bool accumulate) {
+void combine_rows(T* out, std::int64_t out_stride, std::int64_t outputs, std::int64_t len, const T* c,
+                  std::int64_t c_row, std::int64_t c_step, const T* rows, std::int64_t row_stride, std::int64_t count,
+                  bool accumulate) {
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
   if constexpr (simd::supported<T>) {
-    using batch = simd::batch<T>;
-    constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
+    constexpr std::int64_t w = static_cast<std::int64_t>(simd::width<T>);
     std::int64_t at = 0;
-    for (; at + 4 * w <= len; at += 4 * w) {
-      batch a0 = accumulate ? simd::load(out + at) : batch(T(0));
-      batch a1 = accumulate ? simd::load(out + at + w) : batch(T(0));
-      batch a2 = accumulate ? simd::load(out + at + 2 * w) : batch(T(0));
-      batch a3 = accumulate ? simd::load(out + at + 3 * w) : batch(T(0));
-      const T* r = rows + at;
-      for (std::int64_t k = 0; k < count; ++k, r += row_stride) {
-        const batch s(c[k * c_stride]);
-        a0 = xsimd::fma(s, simd::load(r), a0);
-        a1 = xsimd::fma(s, simd::load(r + w), a1);
-        a2 = xsimd::fma(s, simd::load(r + 2 * w), a2);
-        a3 = xsimd::fma(s, simd::load(r + 3 * w), a3);
-      }
-      simd::store(out + at, a0);
-      simd::store(out + at + w, a1);
-      simd::store(out + at + 2 * w, a2);
-      simd::store(out + at + 3 * w, a3);
-    }
-    for (; at < len; at += w) {
-      batch a0 = accumulate ? simd::load(out + at) : batch(T(0));
-      const T* r = rows + at;
-      for (std::int64_t k = 0; k < count; ++k, r += row_stride) a0 = xsimd::fma(batch(c[k * c_stride]), simd::load(r), a0);
-      simd::store(out + at, a0);
+    for (; at + 4 * w <= len; at += 4 * w)
+      combine_columns<T, 4>(out + at, out_stride, outputs, c, c_row, c_step, rows + at, row_stride, count,
+                                accumulate);
+    switch ((len - at) / w) {
+      case 3: combine_columns<T, 3>(out + at, out_stride, outputs, c, c_row, c_step, rows + at, row_stride, count,
+                                accumulate); break;
+      case 2: combine_columns<T, 2>(out + at, out_stride, outputs, c, c_row, c_step, rows + at, row_stride, count,
+                                accumulate); break;
+      case 1: combine_columns<T, 1>(out + at, out_stride, outputs, c, c_row, c_step, rows + at, row_stride, count,
+                                accumulate); break;
+      default: break;
     }
     return;
   }
 #endif
-  for (std::int64_t at = 0; at < len; ++at) {
-    T a = accumulate ? out[at] : T(0);
-    for (std::int64_t k = 0; k < count; ++k) a += c[k * c_stride] * rows[k * row_stride + at];
-    out[at] = a;
-  }
+  for (std::int64_t o = 0; o < outputs; ++o)
+    for (std::int64_t at = 0; at < len; ++at) {
+      T a = accumulate ? out[o * out_stride + at] : T(0);
+      for (std::int64_t k = 0; k < count; ++k) a += c[o * c_row + k * c_step] * rows[k * row_stride + at];
+      out[o * out_stride + at] = a;
+    }
 }
 
 // x[c] = exp(x[c] - shift) over a block of scores, `sum` += their sum.
@@ -149,7 +209,7 @@ TANDEM_ALWAYS_INLINE void exponentiate(T* x, std::int64_t len, T shift, T& sum) 
 // Scratch of one thread for one head's blocks.
 template <class T>
 struct attention_scratch {
-  simd::buffer<T> key_t, key_rows, value_t, value_rows, scores, probabilities, transposed, query_rows, grad_rows;
+  simd::buffer<T> key_t, key_rows, value_t, value_rows, scores, probabilities, query_rows, grad_rows;
 };
 
 // The blocks of a head that one block of queries [i0, i1) and keys [j0, j1)
@@ -160,12 +220,8 @@ bool attention_scores(const attention_problem<T>& p, std::int64_t n, std::int64_
                       std::int64_t j0, std::int64_t j1, const T* key_t, T* scores) {
   constexpr std::int64_t bk = attention_key_block<T>();
   constexpr T minus_inf = -std::numeric_limits<T>::infinity();
-  const T* q = p.q + (n * p.tq + i0) * p.d;
-  for (std::int64_t r = 0; r < i1 - i0; ++r) {
-    T* s = scores + r * bk;
-    combine_rows(s, bk, q + r * p.d, 1, key_t, bk, p.d, false);
-    for (std::int64_t c = 0; c < bk; ++c) s[c] *= p.scale;
-  }
+  combine_rows(scores, bk, i1 - i0, bk, p.q + p.q_rows.at(n, i0), p.q_rows.row, 1, key_t, bk, p.d, false);
+  for (std::int64_t at = 0; at < (i1 - i0) * bk; ++at) scores[at] *= p.scale;
   const bool ragged = j1 - j0 < bk, future = p.causal && j1 > p.key_end(i0);
   if (!ragged && !future && !p.mask) return true;
   bool any = false;
@@ -196,27 +252,28 @@ void attention_drop(const attention_problem<T>& p, std::int64_t n, std::int64_t 
     }
 }
 
-// Packs keys [j0, j1) of head n: transposed [d][bk] (for scores), and as
-// rows padded to dp (for dQ), zeros past j1.
+// Packs rows [j0, j1) of a head's keys or values (row j at x + j * stride):
+// transposed [width][bk] (for scores), and as rows padded to `padded` (for
+// dQ), zeros past j1.
 template <class T>
-void pack_block(const T* x, std::int64_t width, std::int64_t j0, std::int64_t j1, T* transposed, T* rows,
-                std::int64_t padded) {
+void pack_block(const T* x, std::int64_t stride, std::int64_t width, std::int64_t j0, std::int64_t j1, T* transposed,
+                T* rows, std::int64_t padded) {
   constexpr std::int64_t bk = attention_key_block<T>();
   if (transposed) {
     std::fill(transposed, transposed + width * bk, T(0));
     for (std::int64_t c = 0; c < j1 - j0; ++c)
-      for (std::int64_t e = 0; e < width; ++e) transposed[e * bk + c] = x[(j0 + c) * width + e];
+      for (std::int64_t e = 0; e < width; ++e) transposed[e * bk + c] = x[(j0 + c) * stride + e];
   }
   if (rows) {
     std::fill(rows, rows + bk * padded, T(0));
-    for (std::int64_t c = 0; c < j1 - j0; ++c) std::copy_n(x + (j0 + c) * width, width, rows + c * padded);
+    for (std::int64_t c = 0; c < j1 - j0; ++c) std::copy_n(x + (j0 + c) * stride, width, rows + c * padded);
   }
 }
 
-// Forward: out [N, tq, dv] and each query row's log-sum-exp [N, tq]
-// (+inf for a row that sees no key).
+// Forward: out (rows laid out as `out_rows`) and each query row's
+// log-sum-exp [N, tq] (+inf for a row that sees no key).
 template <class T>
-void attention_forward(const attention_problem<T>& p, T* out, T* logsumexp) {
+void attention_forward(const attention_problem<T>& p, T* out, const attention_rows& out_rows, T* logsumexp) {
   constexpr std::int64_t bk = attention_key_block<T>(), bq = attention_query_block, w = attention_width<T>();
   constexpr T inf = std::numeric_limits<T>::infinity();
   const std::int64_t dvp = padded_to(p.dv, w), query_blocks = (p.tq + bq - 1) / bq;
@@ -239,14 +296,19 @@ void attention_forward(const attention_problem<T>& p, T* out, T* logsumexp) {
       const std::int64_t keys = p.key_end(i1 - 1);
       for (std::int64_t j0 = 0; j0 < keys; j0 += bk) {
         const std::int64_t j1 = std::min(keys, j0 + bk);
-        pack_block(p.k + n * p.tk * p.d, p.d, j0, j1, s.key_t.data(), static_cast<T*>(nullptr), 0);
-        pack_block(p.v + n * p.tk * p.dv, p.dv, j0, j1, static_cast<T*>(nullptr), s.value_rows.data(), dvp);
+        pack_block(p.k + p.k_rows.at(n, 0), p.k_rows.row, p.d, j0, j1, s.key_t.data(), static_cast<T*>(nullptr), 0);
+        pack_block(p.v + p.v_rows.at(n, 0), p.v_rows.row, p.dv, j0, j1, static_cast<T*>(nullptr),
+                   s.value_rows.data(), dvp);
         if (!attention_scores(p, n, i0, i1, j0, j1, s.key_t.data(), s.scores.data())) continue;
         for (std::int64_t r = 0; r < rows; ++r) {
           T* sc = s.scores.data() + r * bk;
           T peak = maximum[r];
           for (std::int64_t c = 0; c < bk; ++c) peak = std::max(peak, sc[c]);
-          if (peak == -inf) continue;
+          if (peak == -inf) {
+            // Nothing seen yet: the block adds nothing to the row.
+            std::fill(sc, sc + bk, T(0));
+            continue;
+          }
           const T rescale = std::exp(maximum[r] - peak);
           T sum = 0;
           exponentiate(sc, bk, peak, sum);
@@ -257,12 +319,10 @@ void attention_forward(const attention_problem<T>& p, T* out, T* logsumexp) {
             for (std::int64_t e = 0; e < dvp; ++e) a[e] *= rescale;
         }
         if (p.dropout > 0) attention_drop(p, n, i0, rows, j0, s.scores.data());
-        for (std::int64_t r = 0; r < rows; ++r)
-          if (maximum[r] != -inf)
-            combine_rows(acc + r * dvp, dvp, s.scores.data() + r * bk, 1, s.value_rows.data(), dvp, j1 - j0, true);
+        combine_rows(acc, dvp, rows, dvp, s.scores.data(), bk, 1, s.value_rows.data(), dvp, j1 - j0, true);
       }
       for (std::int64_t r = 0; r < rows; ++r) {
-        T* o = out + (n * p.tq + i0 + r) * p.dv;
+        T* o = out + out_rows.at(n, i0 + r);
         const bool seen = total[r] > 0;
         const T inverse = seen ? T(1) / total[r] : std::numeric_limits<T>::quiet_NaN();
         for (std::int64_t e = 0; e < p.dv; ++e) o[e] = acc[r * dvp + e] * inverse;
@@ -272,11 +332,23 @@ void attention_forward(const attention_problem<T>& p, T* out, T* logsumexp) {
   });
 }
 
-// Backward: dq, dk, dv (contiguous, shaped as q, k, v) from the output's
-// gradient g [N, tq, dv], the output and the forward's log-sum-exp.
+// Where the backward reads the output and its gradient and writes dq, dk
+// and dv (one head's rows each; dk and dv have a row per head and key, so
+// heads that share keys get a gradient each, summed by the caller).
 template <class T>
-void attention_backward(const attention_problem<T>& p, const T* g, const T* out, const T* logsumexp, T* dq, T* dk,
-                        T* dv) {
+struct attention_gradients {
+  const T* g;
+  attention_rows g_rows;
+  const T* out;
+  attention_rows out_rows;
+  T *dq, *dk, *dv;
+  attention_rows dq_rows, dk_rows, dv_rows;
+};
+
+// Backward: dq, dk, dv from the output's gradient, the output and the
+// forward's log-sum-exp.
+template <class T>
+void attention_backward(const attention_problem<T>& p, const attention_gradients<T>& a, const T* logsumexp) {
   constexpr std::int64_t bk = attention_key_block<T>(), bq = attention_query_block, w = attention_width<T>();
   const std::int64_t dp = padded_to(p.d, w), dvp = padded_to(p.dv, w);
   const std::int64_t work = std::max<std::int64_t>(1, p.tq * p.tk * (p.d + p.dv));
@@ -287,25 +359,30 @@ void attention_backward(const attention_problem<T>& p, const T* g, const T* out,
     s.value_t.resize(p.dv * bk);
     s.scores.resize(bq * bk);
     s.probabilities.resize(bq * bk);
-    s.transposed.resize(bk * bq);
-    s.query_rows.resize(bq * dp);
-    s.grad_rows.resize(bq * dvp);
+    // The head's queries and output gradients as rows padded to whole
+    // batches, packed once for all its key blocks.
+    s.query_rows.resize(p.tq * dp);
+    s.grad_rows.resize(p.tq * dvp);
     simd::buffer<T> dq_rows(p.tq * dp), dk_rows(bk * dp), dv_rows(bk * dvp), delta(p.tq);
     for (std::int64_t n = first; n < last; ++n) {
-      const T* gn = g + n * p.tq * p.dv;
-      const T* on = out + n * p.tq * p.dv;
       const T* lse = logsumexp + n * p.tq;
       for (std::int64_t i = 0; i < p.tq; ++i) {
+        const T* gi = a.g + a.g_rows.at(n, i);
+        const T* oi = a.out + a.out_rows.at(n, i);
         T d = 0;
         if (lse[i] != std::numeric_limits<T>::infinity())
-          for (std::int64_t e = 0; e < p.dv; ++e) d += gn[i * p.dv + e] * on[i * p.dv + e];
+          for (std::int64_t e = 0; e < p.dv; ++e) d += gi[e] * oi[e];
         delta[i] = d;
+        std::copy_n(gi, p.dv, s.grad_rows.data() + i * dvp);
+        std::fill(s.grad_rows.data() + i * dvp + p.dv, s.grad_rows.data() + (i + 1) * dvp, T(0));
+        std::copy_n(p.q + p.q_rows.at(n, i), p.d, s.query_rows.data() + i * dp);
+        std::fill(s.query_rows.data() + i * dp + p.d, s.query_rows.data() + (i + 1) * dp, T(0));
       }
       std::fill(dq_rows.begin(), dq_rows.end(), T(0));
       for (std::int64_t j0 = 0; j0 < p.tk; j0 += bk) {
         const std::int64_t j1 = std::min(p.tk, j0 + bk), keys = j1 - j0;
-        pack_block(p.k + n * p.tk * p.d, p.d, j0, j1, s.key_t.data(), s.key_rows.data(), dp);
-        pack_block(p.v + n * p.tk * p.dv, p.dv, j0, j1, s.value_t.data(), static_cast<T*>(nullptr), 0);
+        pack_block(p.k + p.k_rows.at(n, 0), p.k_rows.row, p.d, j0, j1, s.key_t.data(), s.key_rows.data(), dp);
+        pack_block(p.v + p.v_rows.at(n, 0), p.v_rows.row, p.dv, j0, j1, s.value_t.data(), static_cast<T*>(nullptr), 0);
         std::fill(dk_rows.begin(), dk_rows.end(), T(0));
         std::fill(dv_rows.begin(), dv_rows.end(), T(0));
         // The first query that sees key j0 under the causal mask.
@@ -319,43 +396,29 @@ void attention_backward(const attention_problem<T>& p, const T* g, const T* out,
             std::copy_n(s.scores.data() + r * bk, bk, prob + r * bk);
             exponentiate(prob + r * bk, bk, lse[i0 + r], ignored);
           }
-          // The dropped probabilities (what the forward multiplied V by),
-          // transposed: dV[c] += sum_r kept[r][c] g[r].
+          // The dropped probabilities (what the forward multiplied V by):
+          // dV[c] += sum_r kept[r][c] g[r].
           std::copy_n(prob, rows * bk, s.scores.data());
           if (p.dropout > 0) attention_drop(p, n, i0, rows, j0, s.scores.data());
-          for (std::int64_t r = 0; r < rows; ++r)
-            for (std::int64_t c = 0; c < keys; ++c) s.transposed[c * bq + r] = s.scores[r * bk + c];
-          T* grows = s.grad_rows.data();
-          T* qrows = s.query_rows.data();
-          for (std::int64_t r = 0; r < rows; ++r) {
-            std::copy_n(gn + (i0 + r) * p.dv, p.dv, grows + r * dvp);
-            std::fill(grows + r * dvp + p.dv, grows + (r + 1) * dvp, T(0));
-            std::copy_n(p.q + (n * p.tq + i0 + r) * p.d, p.d, qrows + r * dp);
-            std::fill(qrows + r * dp + p.d, qrows + (r + 1) * dp, T(0));
-          }
-          for (std::int64_t c = 0; c < keys; ++c)
-            combine_rows(dv_rows.data() + c * dvp, dvp, s.transposed.data() + c * bq, 1, grows, dvp, rows, true);
+          const T* grows = s.grad_rows.data() + i0 * dvp;
+          const T* qrows = s.query_rows.data() + i0 * dp;
+          combine_rows(dv_rows.data(), dvp, keys, dvp, s.scores.data(), 1, bk, grows, dvp, rows, true);
           // dP = g V^T (through the dropout), then dS = P (dP - delta) scale.
           T* ds = s.scores.data();
-          for (std::int64_t r = 0; r < rows; ++r)
-            combine_rows(ds + r * bk, bk, gn + (i0 + r) * p.dv, 1, s.value_t.data(), bk, p.dv, false);
+          combine_rows(ds, bk, rows, bk, grows, dvp, 1, s.value_t.data(), bk, p.dv, false);
           if (p.dropout > 0) attention_drop(p, n, i0, rows, j0, ds);
           for (std::int64_t r = 0; r < rows; ++r)
             for (std::int64_t c = 0; c < bk; ++c)
               ds[r * bk + c] = prob[r * bk + c] * (ds[r * bk + c] - delta[i0 + r]) * p.scale;
-          for (std::int64_t r = 0; r < rows; ++r)
-            combine_rows(dq_rows.data() + (i0 + r) * dp, dp, ds + r * bk, 1, s.key_rows.data(), dp, keys, true);
-          for (std::int64_t r = 0; r < rows; ++r)
-            for (std::int64_t c = 0; c < keys; ++c) s.transposed[c * bq + r] = ds[r * bk + c];
-          for (std::int64_t c = 0; c < keys; ++c)
-            combine_rows(dk_rows.data() + c * dp, dp, s.transposed.data() + c * bq, 1, qrows, dp, rows, true);
+          combine_rows(dq_rows.data() + i0 * dp, dp, rows, dp, ds, bk, 1, s.key_rows.data(), dp, keys, true);
+          combine_rows(dk_rows.data(), dp, keys, dp, ds, 1, bk, qrows, dp, rows, true);
         }
         for (std::int64_t c = 0; c < keys; ++c) {
-          std::copy_n(dk_rows.data() + c * dp, p.d, dk + (n * p.tk + j0 + c) * p.d);
-          std::copy_n(dv_rows.data() + c * dvp, p.dv, dv + (n * p.tk + j0 + c) * p.dv);
+          std::copy_n(dk_rows.data() + c * dp, p.d, a.dk + a.dk_rows.at(n, j0 + c));
+          std::copy_n(dv_rows.data() + c * dvp, p.dv, a.dv + a.dv_rows.at(n, j0 + c));
         }
       }
-      for (std::int64_t i = 0; i < p.tq; ++i) std::copy_n(dq_rows.data() + i * dp, p.d, dq + (n * p.tq + i) * p.d);
+      for (std::int64_t i = 0; i < p.tq; ++i) std::copy_n(dq_rows.data() + i * dp, p.d, a.dq + a.dq_rows.at(n, i));
     }
   });
 }

@@ -30,12 +30,6 @@
 #define TANDEM_NARROW_GEMM 0
 #endif
 
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
-#define TANDEM_UNROLL_ALL _Pragma("GCC unroll 32")
-#else
-#define TANDEM_UNROLL_ALL
-#endif
-
 namespace tandem::detail {
 
 inline namespace TANDEM_KERNEL_ISA {

@@ -17,6 +17,14 @@
 #include <xsimd/xsimd.hpp>
 #endif
 
+// Before a loop over a tile's registers (a constant count): unrolled whole,
+// or GCC keeps the tile in memory.
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#define TANDEM_UNROLL_ALL _Pragma("GCC unroll 32")
+#else
+#define TANDEM_UNROLL_ALL
+#endif
+
 namespace tandem::detail {
 inline namespace TANDEM_KERNEL_ISA {
 namespace simd {
