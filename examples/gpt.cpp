@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
   }
   std::cout << "\n" << mode_name(s.mode) << " mode, ";
   if (s.quick) std::cout << "20 steps:" << std::endl;
-  else std::cout << std::defaultfloat << s.minutes << " minutes (about " << total << " steps):" << std::endl;
+  else std::cout << std::defaultfloat << std::setprecision(3) << s.minutes << " minutes (about " << total << " steps):" << std::endl;
   trainer main_run(text, s, s.mode, total, init);
   const auto losses = train(main_run, text, s, s.quick ? total : 0, seconds, true);
   main_run.model.eval();
