@@ -278,7 +278,8 @@ void attention_forward(const attention_problem<T>& p, T* out, const attention_ro
   constexpr T inf = std::numeric_limits<T>::infinity();
   const std::int64_t dvp = padded_to(p.dv, w), query_blocks = (p.tq + bq - 1) / bq;
   const std::int64_t tasks = p.heads * query_blocks;
-  const std::int64_t work = std::max<std::int64_t>(1, bq * p.tk * (p.d + p.dv));
+  // A task's work: its query rows (one when decoding) against the keys.
+  const std::int64_t work = std::max<std::int64_t>(1, std::min(bq, p.tq) * p.tk * (p.d + p.dv));
   parallel_for(tasks, std::max<std::int64_t>(1, (1 << 17) / work), [&](std::int64_t first, std::int64_t last) {
     attention_scratch<T> s;
     s.key_t.resize(p.d * bk);

@@ -291,7 +291,11 @@ void gemm_blocks(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
         const bool a_in_place = !a_reused && (panels_b <= in_place_a_panels || rows_in_place);
         packed_b.resize(static_cast<std::size_t>(panels_b * G::nr * kc));
         T* pb = packed_b.data();
-        parallel_for(panels_b, 4, [&](std::int64_t first, std::int64_t last) {
+        // Packed on the calling thread where A has less than a panel of
+        // rows (a decoding step's products): the row blocks below run there
+        // anyway, and handing half the packing to another thread cost more
+        // than the product.
+        parallel_for(panels_b, m < G::mr ? panels_b : 4, [&](std::int64_t first, std::int64_t last) {
           for (std::int64_t p = first; p < last; ++p)
             pack_panel_for<G, G::nr, false>(b, pc, jc + p * G::nr, kc, std::min(G::nr, nc - p * G::nr), sum_block,
                                             pb + p * kc * G::nr);
