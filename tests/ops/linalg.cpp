@@ -120,6 +120,36 @@ TEST_CASE("matmul gives the same bits for any thread count") {
   }
 }
 
+TEST_CASE_TEMPLATE("a row of a product has the same bits with any number of rows beside it", T, float, double) {
+  // One or two rows of A (a decoding step's product) stream B's rows in
+  // place; three to five meet B's panels in place; more pack B. Columns
+  // around whole and partial batches, a depth of several summation blocks,
+  // B contiguous or a transposed view (then packed), any thread count.
+  for (const std::int64_t n : {std::int64_t{13}, std::int64_t{45}, std::int64_t{200}}) {
+    for (const std::int64_t k : {std::int64_t{7}, std::int64_t{1000}}) {
+      const std::int64_t rows = 13;
+      const tensor<T> a = test::random_tensor<T>({rows, k}, -1, 1, 50);
+      const tensor<T> b = test::random_tensor<T>({k, n}, -1, 1, 51);
+      const tensor<T> b_transposed = b.transpose(0, 1).contiguous().transpose(0, 1);
+      const std::vector<T> all = matmul(a, b).to_vector();
+      const std::vector<double> want = reference_matmul(a, b, rows, k, n);
+      for (std::size_t i = 0; i < want.size(); ++i) REQUIRE(test::close(all[i], want[i], 1e-5, 1e-6 * k));
+      for (const int threads : {1, 3}) {
+        set_num_threads(threads);
+        for (std::int64_t m = 1; m <= 6; ++m) {
+          INFO(m, "x", k, "x", n, ", ", threads, " threads");
+          const tensor<T> some = a.take(0, rows - m, m);
+          const std::vector<T> in_place = matmul(some, b).to_vector(), packed = matmul(some, b_transposed).to_vector();
+          const std::vector<T> tail(all.end() - m * n, all.end());
+          CHECK(in_place == tail);
+          CHECK(packed == tail);
+        }
+      }
+      set_num_threads(0);
+    }
+  }
+}
+
 TEST_CASE("the depth's passes over C and the blocks of B do not change a product's bits") {
   // 1000 steps are summed in 4 blocks of 250 whichever number of them one
   // pass over C covers, and B is packed in blocks of any number of panels

@@ -50,35 +50,41 @@ class multi_head_attention : public module<multi_head_attention<T>> {
 
   template <class X>
   auto forward(const X& x) const {
-    const std::int64_t b = x.shape(0), t = x.shape(1), d = x.shape(2);
-    auto parts = split(qkv(x), d, -1);
-    auto split_heads = [&](const auto& z) { return z.reshape({b, t, heads_, d / heads_}).transpose(1, 2); };
+    auto [q, k, v] = heads_of(x);
     attention_options o{.causal = options_.causal};
     if (this->is_training() && options_.dropout > 0) {
       o.dropout = options_.dropout;
       o.seed = gen_->take(1);
     }
-    auto y = scaled_dot_product_attention(split_heads(parts[0]), split_heads(parts[1]), split_heads(parts[2]), o);
-    return proj(y.transpose(1, 2).reshape({b, t, d}));
+    return merged(scaled_dot_product_attention(q, k, v, o));
   }
 
-  // Attention of x [B, 1, D] at one position against cached keys and values
-  // [B, heads, context, D / heads]: x's key and value are written in where
-  // `at` ([context, 1]) is true, and the query sees the keys where
-  // `visible` ([context]) is. Returns the output and the new keys and values.
-  template <class X, class K, class V>
-  auto forward_cached(const X& x, const K& keys, const V& values, const tensor<bool>& at,
-                      const tensor<bool>& visible) const {
-    const std::int64_t b = x.shape(0), d = x.shape(2);
+  // The queries, keys and values of x [B, T, D], each [B, heads, T, D / heads].
+  template <class X>
+  auto heads_of(const X& x) const {
+    const std::int64_t b = x.shape(0), t = x.shape(1), d = x.shape(2);
     auto parts = split(qkv(x), d, -1);
-    auto split_heads = [&](const auto& z) { return z.reshape({b, 1, heads_, d / heads_}).transpose(1, 2); };
-    auto k = where(at, split_heads(parts[1]), keys);
-    auto v = where(at, split_heads(parts[2]), values);
-    auto y = scaled_dot_product_attention(split_heads(parts[0]), k, v, {.mask = visible});
-    return std::tuple{proj(y.transpose(1, 2).reshape({b, 1, d})), k, v};
+    auto split_heads = [&](const auto& z) { return z.reshape({b, t, heads_, d / heads_}).transpose(1, 2); };
+    return std::tuple{split_heads(parts[0]), split_heads(parts[1]), split_heads(parts[2])};
+  }
+
+  // Attention at one position (for generation): queries q [B, heads, 1,
+  // D / heads] (heads_of) against a cache of keys and values [B, heads,
+  // context, D / heads] that holds this position's already, the keys where
+  // `visible` ([context]) is true. The projected output [B, 1, D].
+  template <class Q, class K, class V>
+  auto forward_cached(const Q& q, const K& keys, const V& values, const tensor<bool>& visible) const {
+    return merged(scaled_dot_product_attention(q, keys, values, {.mask = visible}));
   }
 
  private:
+  // Heads [B, heads, T, D / heads] merged to [B, T, D] and projected.
+  template <class Y>
+  auto merged(const Y& y) const {
+    const std::int64_t b = y.shape(0), t = y.shape(2);
+    return proj(y.transpose(1, 2).reshape({b, t, heads_ * y.shape(3)}));
+  }
+
   static std::int64_t check(std::int64_t dim, std::int64_t heads, const attention_layer_options& o) {
     if (dim <= 0 || heads <= 0 || dim % heads != 0)
       throw value_error("tandem::nn::multi_head_attention: the width " + std::to_string(dim) +

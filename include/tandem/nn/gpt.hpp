@@ -20,7 +20,6 @@
 #include <limits>
 #include <memory>
 #include <string>
-#include <tuple>
 #include <utility>
 
 #include "tandem/autograd/grad_mode.hpp"
@@ -89,22 +88,29 @@ class gpt : public module<gpt<T, Layers>> {
     return head(norm(through_blocks<0>(x)));
   }
 
-  // One block at one position of its caches (transformer_block::
-  // forward_cached), as the function of a static graph: generate() runs
-  // one per layer and position, all of one type. `at` ([context, 1]) is
-  // true at the position, `visible` ([context]) up to it: tensors the
-  // caller rewrites between steps, read on every call.
+  // One block at one position of its caches, as the functions of two
+  // static graphs (transformer_block::heads_cached and forward_cached):
+  // generate() writes the position's keys and values into the caches in
+  // between, in place. `visible` ([context]) is true up to the position: a
+  // tensor generate() rewrites between steps, read on every call.
+  struct cached_heads {
+    const transformer_block<T>* block;
+    template <class X>
+    auto operator()(const X& x) const {
+      return block->heads_cached(x);
+    }
+  };
   struct cached_block {
     const transformer_block<T>* block;
-    tensor<bool> at, visible;
-    template <class X, class K, class V>
-    auto operator()(const X& x, const K& keys, const V& values) const {
-      return block->forward_cached(x, keys, values, at, visible);
+    tensor<bool> visible;
+    template <class X, class Q, class K, class V>
+    auto operator()(const X& x, const Q& q, const K& keys, const V& values) const {
+      return block->forward_cached(x, q, keys, values, visible);
     }
   };
 
-  // The plans of the cached blocks generate() ran: one per batch size,
-  // shared by every layer and position.
+  // The plans of the graphs generate() ran: two per batch size (a block's
+  // heads and the block), shared by every layer and position.
   plan_statistics decode_statistics() const { return decode_plans_->statistics(); }
   std::shared_ptr<tandem::detail::plan_cache> decode_plans() const { return decode_plans_; }
 
@@ -171,10 +177,15 @@ tensor<std::int64_t> generate(const gpt<T, Layers>& model, const tensor<std::int
 
   no_grad inference;
   generator gen(options.seed);
-  using step_type = typename gpt<T, Layers>::cached_block;
-  const tensor<bool> at = zeros<bool>({c.context, 1}), visible = zeros<bool>({c.context});
-  std::vector<static_graph<step_type>> steps;
-  for (const auto& block : model.blocks) steps.emplace_back(step_type{&block, at, visible}, model.decode_plans());
+  using heads_type = typename gpt<T, Layers>::cached_heads;
+  using block_type = typename gpt<T, Layers>::cached_block;
+  const tensor<bool> visible = zeros<bool>({c.context});
+  std::vector<static_graph<heads_type>> heads_steps;
+  std::vector<static_graph<block_type>> block_steps;
+  for (const auto& block : model.blocks) {
+    heads_steps.emplace_back(heads_type{&block}, model.decode_plans());
+    block_steps.emplace_back(block_type{&block, visible}, model.decode_plans());
+  }
   std::array<tensor<T>, 2 * Layers> caches;
   std::vector<std::vector<std::int64_t>> out(static_cast<std::size_t>(batch));
   for (std::int64_t b = 0; b < batch; ++b)
@@ -182,19 +193,17 @@ tensor<std::int64_t> generate(const gpt<T, Layers>& model, const tensor<std::int
 
   // Token i of each row at `position` of the caches: the logits [B, vocabulary].
   auto decode_at = [&](std::size_t i, std::int64_t position) {
-    tensor<bool> here = at, seen = visible;
-    here.fill(false);
-    here.at(position, 0) = true;
+    tensor<bool> seen = visible;
     seen.fill(false);
     seen.take(0, 0, position + 1).fill(true);
     tensor<std::int64_t> token(shape{batch, 1});
     for (std::int64_t b = 0; b < batch; ++b) token.at(b, 0) = out[b][i];
     tensor<T> x = model.tokens(token) + model.positions(tensor<std::int64_t>{position});
     for (std::size_t l = 0; l < Layers; ++l) {
-      auto [y, keys, values] = steps[l](x, caches[2 * l], caches[2 * l + 1]);
-      x = y;
-      caches[2 * l] = keys;
-      caches[2 * l + 1] = values;
+      auto [q, k, v] = heads_steps[l](x);
+      caches[2 * l].take(2, position, 1).assign(k);
+      caches[2 * l + 1].take(2, position, 1).assign(v);
+      x = block_steps[l](x, q, caches[2 * l], caches[2 * l + 1]);
     }
     return model.head(model.norm(x)).reshape({batch, c.vocabulary});
   };

@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <tuple>
 
 #include "tandem/core/random.hpp"
 #include "tandem/graph/ops.hpp"
@@ -70,15 +69,19 @@ class transformer_block : public module<transformer_block<T>> {
     return h + drop(out(tandem::gelu(fc(norm2(h)))));
   }
 
-  // The block at one position of a cache of keys and values
-  // (multi_head_attention::forward_cached), without dropout: for
-  // generation. Returns the output and the layer's new keys and values.
-  template <class X, class K, class V>
-  auto forward_cached(const X& x, const K& keys, const V& values, const tensor<bool>& at,
-                      const tensor<bool>& visible) const {
-    auto [a, k, v] = attention.forward_cached(norm1(x), keys, values, at, visible);
-    auto h = x + a;
-    return std::tuple{h + out(tandem::gelu(fc(norm2(h)))), k, v};
+  // The block at one position of a cache of keys and values, without
+  // dropout, for generation, in two steps around the caller's write of the
+  // position's key and value into the cache: the queries, keys and values
+  // of x [B, 1, D] (each [B, heads, 1, D / heads]), then the block's output
+  // from x, its queries and the caches (multi_head_attention::forward_cached).
+  template <class X>
+  auto heads_cached(const X& x) const {
+    return attention.heads_of(norm1(x));
+  }
+  template <class X, class Q, class K, class V>
+  auto forward_cached(const X& x, const Q& q, const K& keys, const V& values, const tensor<bool>& visible) const {
+    auto h = x + attention.forward_cached(q, keys, values, visible);
+    return h + out(tandem::gelu(fc(norm2(h))));
   }
 
  private:

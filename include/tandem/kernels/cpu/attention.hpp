@@ -206,11 +206,24 @@ TANDEM_ALWAYS_INLINE void exponentiate(T* x, std::int64_t len, T shift, T& sum) 
   }
 }
 
-// Scratch of one thread for one head's blocks.
+// Scratch of one thread for one head's blocks (each written before it is read).
 template <class T>
 struct attention_scratch {
-  simd::buffer<T> key_t, key_rows, value_t, value_rows, scores, probabilities, query_rows, grad_rows;
+  simd::scratch<T> key_t, key_rows, value_t, value_rows, scores, probabilities, query_rows, grad_rows;
 };
+
+// The end of the keys that a query in rows [i0, i1) of head n sees among
+// the first `keys`: past the last key its mask shows any of them (a
+// decoding step's mask hides the cache past its position).
+template <class T>
+std::int64_t visible_key_end(const attention_problem<T>& p, std::int64_t n, std::int64_t i0, std::int64_t i1,
+                             std::int64_t keys) {
+  if (!p.mask) return keys;
+  for (; keys > 0; --keys)
+    for (std::int64_t i = i0; i < i1; ++i)
+      if (p.mask[p.mask_head[n] + i * p.mask_row + (keys - 1) * p.mask_column]) return keys;
+  return 0;
+}
 
 // The blocks of a head that one block of queries [i0, i1) and keys [j0, j1)
 // form: the scaled scores, with every key a query does not see at -inf.
@@ -283,7 +296,7 @@ void attention_forward(const attention_problem<T>& p, T* out, const attention_ro
   parallel_for(tasks, std::max<std::int64_t>(1, (1 << 17) / work), [&](std::int64_t first, std::int64_t last) {
     attention_scratch<T> s;
     s.key_t.resize(p.d * bk);
-    s.value_rows.resize(bk * dvp);
+    if (p.dv != dvp) s.value_rows.resize(bk * dvp);
     s.scores.resize(bq * bk);
     s.grad_rows.resize(bq * dvp);
     T maximum[bq], total[bq];
@@ -294,12 +307,19 @@ void attention_forward(const attention_problem<T>& p, T* out, const attention_ro
       std::fill(total, total + rows, T(0));
       T* acc = s.grad_rows.data();
       std::fill(acc, acc + rows * dvp, T(0));
-      const std::int64_t keys = p.key_end(i1 - 1);
+      const std::int64_t keys = visible_key_end(p, n, i0, i1, p.key_end(i1 - 1));
       for (std::int64_t j0 = 0; j0 < keys; j0 += bk) {
         const std::int64_t j1 = std::min(keys, j0 + bk);
         pack_block(p.k + p.k_rows.at(n, 0), p.k_rows.row, p.d, j0, j1, s.key_t.data(), static_cast<T*>(nullptr), 0);
-        pack_block(p.v + p.v_rows.at(n, 0), p.v_rows.row, p.dv, j0, j1, static_cast<T*>(nullptr),
-                   s.value_rows.data(), dvp);
+        // Rows of whole batches are read in place.
+        const T* values = p.v + p.v_rows.at(n, j0);
+        std::int64_t value_stride = p.v_rows.row;
+        if (p.dv != dvp) {
+          pack_block(p.v + p.v_rows.at(n, 0), p.v_rows.row, p.dv, j0, j1, static_cast<T*>(nullptr),
+                     s.value_rows.data(), dvp);
+          values = s.value_rows.data();
+          value_stride = dvp;
+        }
         if (!attention_scores(p, n, i0, i1, j0, j1, s.key_t.data(), s.scores.data())) continue;
         for (std::int64_t r = 0; r < rows; ++r) {
           T* sc = s.scores.data() + r * bk;
@@ -320,7 +340,7 @@ void attention_forward(const attention_problem<T>& p, T* out, const attention_ro
             for (std::int64_t e = 0; e < dvp; ++e) a[e] *= rescale;
         }
         if (p.dropout > 0) attention_drop(p, n, i0, rows, j0, s.scores.data());
-        combine_rows(acc, dvp, rows, dvp, s.scores.data(), bk, 1, s.value_rows.data(), dvp, j1 - j0, true);
+        combine_rows(acc, dvp, rows, dvp, s.scores.data(), bk, 1, values, value_stride, j1 - j0, true);
       }
       for (std::int64_t r = 0; r < rows; ++r) {
         T* o = out + out_rows.at(n, i0 + r);

@@ -93,6 +93,25 @@ struct packed_a_panel {
   TANDEM_ALWAYS_INLINE T operator()(std::int64_t i, std::int64_t k) const { return a[k * MR + i]; }
 };
 
+// Where the micro-kernel reads B: a packed panel (step k's NR columns at
+// b[k * NR], aligned), or NR columns of a B whose rows are contiguous, in
+// place (step k at b[k * row_stride]).
+template <class T, std::int64_t NR>
+struct packed_b_panel {
+  const T* b;
+  TANDEM_ALWAYS_INLINE simd::batch<T> load(std::int64_t k, std::int64_t column) const {
+    return simd::batch<T>::load_aligned(b + k * NR + column);
+  }
+};
+template <class T>
+struct b_panel {
+  const T* b;
+  std::int64_t row_stride;
+  TANDEM_ALWAYS_INLINE simd::batch<T> load(std::int64_t k, std::int64_t column) const {
+    return simd::batch<T>::load_unaligned(b + k * row_stride + column);
+  }
+};
+
 // Calls f(i, j) for each batch of a Rows x Batches tile, as straight-line
 // code at every optimization level: under GCC 12's -O2 the per-block loops
 // over a 6 x 2 tile (clearing its sums, setting the even ones aside, adding
@@ -128,8 +147,8 @@ void add_partial_tile(const Sums& acc, T* c, std::int64_t ldc, std::int64_t rows
 // panel of one or two rows (128 rows are 21 panels of six and one of two)
 // runs at a third of a full panel's cost, its even and odd sums in
 // registers at once.
-template <class G, std::int64_t Live, class T, class APanel>
-void micro_kernel(std::int64_t kc, std::int64_t block, const APanel a, const T* b, T* c, std::int64_t ldc,
+template <class G, std::int64_t Live, class T, class APanel, class BPanel>
+void micro_kernel(std::int64_t kc, std::int64_t block, const APanel a, const BPanel b, T* c, std::int64_t ldc,
                   std::int64_t rows, std::int64_t cols, bool overwrite) {
   using batch = simd::batch<T>;
   constexpr std::int64_t w = G::width, nb = G::batches;
@@ -146,12 +165,13 @@ void micro_kernel(std::int64_t kc, std::int64_t block, const APanel a, const T* 
   using sums = batch[Live][nb];
   // Step k of the depth is at `at` of the packed panels: with 16 registers
   // they hold each block's even steps, then its odd ones (pack_panel_for).
-  // A panel of A read in place is in the depth's order.
+  // Panels read in place are in the depth's order.
   constexpr bool by_parity = !G::interleaved;
   constexpr bool a_in_place = std::is_same_v<APanel, a_panel<T>>;
+  constexpr bool b_in_place = std::is_same_v<BPanel, b_panel<T>>;
   auto step = [&](std::int64_t k, std::int64_t at, sums& into) {
     batch bj[nb];
-    for (std::int64_t j = 0; j < nb; ++j) bj[j] = batch::load_aligned(b + at * G::nr + j * w);
+    for (std::int64_t j = 0; j < nb; ++j) bj[j] = b.load(b_in_place ? k : at, j * w);
 #if defined(__GNUC__) && !defined(__CUDACC__) && !defined(__clang__)
 #pragma GCC unroll 12
 #endif
@@ -199,6 +219,66 @@ void micro_kernel(std::int64_t kc, std::int64_t block, const APanel a, const T* 
   }
 }
 
+// C's Rows rows (one or two: a decoding step's product), columns [first,
+// last), = A * B with B's rows contiguous and read in place, each row once,
+// Batches batches of it at a time: the tiles of micro_kernel read two lines
+// of every row per panel, which kept a 1 x 128 x 512 product waiting on
+// memory. Each element is summed as micro_kernel sums it (blocks of
+// `block` steps, each its even steps plus its odd steps, then added to C),
+// so a row of C has the same bits whichever path computed it.
+template <class G, std::int64_t Rows, class T>
+void rows_times_b(std::int64_t k, std::int64_t block, strided_matrix<T> a, strided_matrix<T> b, T* c,
+                  std::int64_t ldc, std::int64_t first, std::int64_t last) {
+  using batch = simd::batch<T>;
+  constexpr std::int64_t w = G::width;
+  // Both parities' sums in registers, beside a batch of B and A's steps.
+  constexpr std::int64_t sums_held = sizeof(batch) >= 64 ? 24 : 12;
+  auto columns = [&]<std::int64_t Batches>(std::int64_t j, std::int64_t live) {
+    for (std::int64_t start = 0; start < k; start += block) {
+      const std::int64_t end = std::min(k, start + block);
+      batch even[Rows][Batches], odd[Rows][Batches];
+      each_batch<Rows, Batches>([&](std::int64_t i, std::int64_t q) { even[i][q] = odd[i][q] = batch(T(0)); });
+      auto step = [&](std::int64_t s, batch (&into)[Rows][Batches]) {
+        const T* row = &b(s, j);
+        batch ai[Rows];
+        for (std::int64_t i = 0; i < Rows; ++i) ai[i] = batch(a(i, s));
+        each_batch<1, Batches>([&](std::int64_t, std::int64_t q) {
+          batch bq;
+          if (Batches > 1 || live == w) {
+            bq = batch::load_unaligned(row + q * w);
+          } else {
+            alignas(64) T tail[w] = {};
+            std::copy_n(row, live, tail);
+            bq = batch::load_aligned(tail);
+          }
+          for (std::int64_t i = 0; i < Rows; ++i) into[i][q] = math::multiply_add(ai[i], bq, into[i][q]);
+        });
+      };
+      std::int64_t s = start;
+      for (; s + 1 < end; s += 2) {
+        step(s, even);
+        step(s + 1, odd);
+      }
+      if (s < end) step(s, even);
+      each_batch<Rows, Batches>([&](std::int64_t i, std::int64_t q) {
+        const batch sum = even[i][q] + odd[i][q];
+        T* at = c + i * ldc + j + q * w;
+        if (Batches > 1 || live == w) {
+          (start == 0 ? sum : sum + batch::load_unaligned(at)).store_unaligned(at);
+        } else {
+          alignas(64) T tail[w];
+          sum.store_aligned(tail);
+          for (std::int64_t e = 0; e < live; ++e) at[e] = start == 0 ? tail[e] : tail[e] + at[e];
+        }
+      });
+    }
+  };
+  constexpr std::int64_t batches = sums_held / (2 * Rows);
+  std::int64_t j = first;
+  for (; j + batches * w <= last; j += batches * w) columns.template operator()<batches>(j, batches * w);
+  for (; j < last; j += w) columns.template operator()<1>(j, std::min(w, last - j));
+}
+
 // Up to this many panels of B, A is read in place rather than packed.
 inline constexpr std::int64_t in_place_a_panels = 2;
 
@@ -207,8 +287,8 @@ inline constexpr std::int64_t in_place_a_panels = 2;
 inline constexpr std::int64_t reused_a_bytes = std::int64_t{8} << 20;
 
 template <class T>
-simd::buffer<T>& packing_buffer(int which) {
-  thread_local simd::buffer<T> buffers[3];
+simd::scratch<T>& packing_buffer(int which) {
+  thread_local simd::scratch<T> buffers[3];
   return buffers[which];
 }
 
@@ -269,6 +349,14 @@ void gemm_blocks(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
   // 1024^3's samples on AVX2, OpenBLAS's copy 2.3%), where it fits in
   // reused_a_bytes.
   auto columns = [&](std::int64_t first_col, std::int64_t last_col) {
+    if (m <= 2 && b.col_stride == 1) {
+      if (m == 1)
+        rows_times_b<G, 1>(k, sum_block, a, b, c, ldc, first_col, last_col);
+      else
+        rows_times_b<G, 2>(k, sum_block, a, b, c, ldc, first_col, last_col);
+      epilogue(gemm_block{0, m, first_col, last_col - first_col});
+      return;
+    }
     auto& packed_b = packing_buffer<T>(0);
     auto& packed_pass_a = packing_buffer<T>(2);
     // A panel of A that meets one or two panels of B, or whose rows are
@@ -278,6 +366,11 @@ void gemm_blocks(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
     // slower).
     const bool rows_in_place =
         a.col_stride == 1 && a.row_stride * static_cast<std::int64_t>(sizeof(T)) % 4096 != 0;
+    // Where A has less than a panel of rows (a decoding step's products),
+    // B's whole panels are read in place if its rows are contiguous:
+    // packing them cost twice the product. Only a last, partial panel is
+    // packed (a read in place would pass the end of B's last row).
+    const bool b_in_place = m < G::mr && b.col_stride == 1;
     const std::int64_t widest = std::min(block_columns, last_col - first_col);
     const bool a_reused = !rows_in_place && (widest + G::nr - 1) / G::nr > in_place_a_panels &&
                           widest < last_col - first_col &&
@@ -289,14 +382,15 @@ void gemm_blocks(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
         std::int64_t nc = std::min(block_columns, last_col - jc);
         std::int64_t panels_b = (nc + G::nr - 1) / G::nr;
         const bool a_in_place = !a_reused && (panels_b <= in_place_a_panels || rows_in_place);
+        const std::int64_t whole_panels_b = nc / G::nr;
+        const std::int64_t first_packed = b_in_place ? whole_panels_b : 0;
         packed_b.resize(static_cast<std::size_t>(panels_b * G::nr * kc));
         T* pb = packed_b.data();
         // Packed on the calling thread where A has less than a panel of
-        // rows (a decoding step's products): the row blocks below run there
-        // anyway, and handing half the packing to another thread cost more
-        // than the product.
-        parallel_for(panels_b, m < G::mr ? panels_b : 4, [&](std::int64_t first, std::int64_t last) {
-          for (std::int64_t p = first; p < last; ++p)
+        // rows: the row blocks below run there anyway, and handing half the
+        // packing to another thread cost more than the product.
+        parallel_for(panels_b - first_packed, m < G::mr ? panels_b : 4, [&](std::int64_t first, std::int64_t last) {
+          for (std::int64_t p = first_packed + first; p < first_packed + last; ++p)
             pack_panel_for<G, G::nr, false>(b, pc, jc + p * G::nr, kc, std::min(G::nr, nc - p * G::nr), sum_block,
                                             pb + p * kc * G::nr);
         });
@@ -309,14 +403,22 @@ void gemm_blocks(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<
               const std::int64_t rows = std::min(G::mr, mc - ip * G::mr);
               T* const at = c + (ic + ip * G::mr) * ldc + jc + jp * G::nr;
               const std::int64_t cols = std::min(G::nr, nc - jp * G::nr);
-              // (A panel read in place is always whole.)
-              if constexpr (!std::is_same_v<std::decay_t<decltype(panel)>, a_panel<T>>) {
-                if (rows <= 2) {
-                  micro_kernel<G, 2>(kc, sum_block, panel, pb + jp * kc * G::nr, at, ldc, rows, cols, pc == 0);
-                  return;
-                }
+              const packed_b_panel<T, G::nr> packed{pb + jp * kc * G::nr};
+              // A panel read in place is always whole, and B then packed.
+              if constexpr (std::is_same_v<std::decay_t<decltype(panel)>, a_panel<T>>) {
+                micro_kernel<G, G::mr>(kc, sum_block, panel, packed, at, ldc, rows, cols, pc == 0);
+              } else {
+                auto with_b = [&](const auto& b_of_tile) {
+                  if (rows <= 2)
+                    micro_kernel<G, 2>(kc, sum_block, panel, b_of_tile, at, ldc, rows, cols, pc == 0);
+                  else
+                    micro_kernel<G, G::mr>(kc, sum_block, panel, b_of_tile, at, ldc, rows, cols, pc == 0);
+                };
+                if (jp < first_packed)
+                  with_b(b_panel<T>{&b(pc, jc + jp * G::nr), b.row_stride});
+                else
+                  with_b(packed);
               }
-              micro_kernel<G, G::mr>(kc, sum_block, panel, pb + jp * kc * G::nr, at, ldc, rows, cols, pc == 0);
             };
             if (a_in_place) {
               // The last, partial panel is packed (its missing rows read as
