@@ -68,10 +68,11 @@ class multi_head_attention : public module<multi_head_attention<T>> {
     return std::tuple{split_heads(parts[0]), split_heads(parts[1]), split_heads(parts[2])};
   }
 
-  // Attention at one position (for generation): queries q [B, heads, 1,
+  // Attention at new positions (for generation): queries q [B, heads, t,
   // D / heads] (heads_of) against a cache of keys and values [B, heads,
-  // context, D / heads] that holds this position's already, the keys where
-  // `visible` ([context]) is true. The projected output [B, 1, D].
+  // context, D / heads] that holds the new positions' already, each query
+  // seeing the keys where its row of `visible` ([t, context]) is true. The
+  // projected output [B, t, D].
   template <class Q, class K, class V>
   auto forward_cached(const Q& q, const K& keys, const V& values, const tensor<bool>& visible) const {
     return merged(scaled_dot_product_attention(q, keys, values, {.mask = visible}));

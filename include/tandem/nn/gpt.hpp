@@ -88,11 +88,12 @@ class gpt : public module<gpt<T, Layers>> {
     return head(norm(through_blocks<0>(x)));
   }
 
-  // One block at one position of its caches, as the functions of two
+  // One block at new positions of its caches, as the functions of two
   // static graphs (transformer_block::heads_cached and forward_cached):
-  // generate() writes the position's keys and values into the caches in
-  // between, in place. `visible` ([context]) is true up to the position: a
-  // tensor generate() rewrites between steps, read on every call.
+  // generate() writes the positions' keys and values into the caches in
+  // between, in place. `visible` ([positions, context]) is true where a
+  // new position sees the cache: a tensor generate() rewrites between
+  // steps, read on every call.
   struct cached_heads {
     const transformer_block<T>* block;
     template <class X>
@@ -179,40 +180,55 @@ tensor<std::int64_t> generate(const gpt<T, Layers>& model, const tensor<std::int
   generator gen(options.seed);
   using heads_type = typename gpt<T, Layers>::cached_heads;
   using block_type = typename gpt<T, Layers>::cached_block;
-  const tensor<bool> visible = zeros<bool>({c.context});
-  std::vector<static_graph<heads_type>> heads_steps;
-  std::vector<static_graph<block_type>> block_steps;
-  for (const auto& block : model.blocks) {
-    heads_steps.emplace_back(heads_type{&block}, model.decode_plans());
-    block_steps.emplace_back(block_type{&block, visible}, model.decode_plans());
-  }
+  // Each block's two graphs: one for the queries, keys and values, one for
+  // the rest of the block, reading `seen` ([count, context]: which cached
+  // positions each of `count` new positions sees), rewritten per call.
+  struct step_graphs {
+    tensor<bool> seen;
+    std::vector<static_graph<heads_type>> heads;
+    std::vector<static_graph<block_type>> blocks;
+  };
+  auto graphs_for = [&](std::int64_t count) {
+    step_graphs g{zeros<bool>({count, c.context}), {}, {}};
+    for (const auto& block : model.blocks) {
+      g.heads.emplace_back(heads_type{&block}, model.decode_plans());
+      g.blocks.emplace_back(block_type{&block, g.seen}, model.decode_plans());
+    }
+    return g;
+  };
+  const step_graphs decode = graphs_for(1);
   std::array<tensor<T>, 2 * Layers> caches;
+  for (auto& cache : caches) cache = zeros<T>({batch, heads, c.context, head_width});
   std::vector<std::vector<std::int64_t>> out(static_cast<std::size_t>(batch));
   for (std::int64_t b = 0; b < batch; ++b)
     for (std::int64_t i = 0; i < rows.shape(1); ++i) out[b].push_back(rows.at(b, i));
 
-  // Token i of each row at `position` of the caches: the logits [B, vocabulary].
-  auto decode_at = [&](std::size_t i, std::int64_t position) {
-    tensor<bool> seen = visible;
+  // Tokens [i, i + count) of each row at positions [position, position +
+  // count) of the caches, their keys and values written in: the logits of
+  // the last, [B, vocabulary].
+  auto advance = [&](std::size_t i, std::int64_t count, std::int64_t position, const step_graphs& g) {
+    tensor<bool> seen = g.seen;
     seen.fill(false);
-    seen.take(0, 0, position + 1).fill(true);
-    tensor<std::int64_t> token(shape{batch, 1});
-    for (std::int64_t b = 0; b < batch; ++b) token.at(b, 0) = out[b][i];
-    tensor<T> x = model.tokens(token) + model.positions(tensor<std::int64_t>{position});
+    for (std::int64_t r = 0; r < count; ++r) seen.take(0, r, 1).take(1, 0, position + r + 1).fill(true);
+    tensor<std::int64_t> tokens(shape{batch, count});
+    for (std::int64_t b = 0; b < batch; ++b)
+      for (std::int64_t r = 0; r < count; ++r) tokens.at(b, r) = out[b][i + static_cast<std::size_t>(r)];
+    tensor<T> x = model.tokens(tokens) + model.positions(arange<std::int64_t>(position, position + count));
     for (std::size_t l = 0; l < Layers; ++l) {
-      auto [q, k, v] = heads_steps[l](x);
-      caches[2 * l].take(2, position, 1).assign(k);
-      caches[2 * l + 1].take(2, position, 1).assign(v);
-      x = block_steps[l](x, q, caches[2 * l], caches[2 * l + 1]);
+      auto [q, k, v] = g.heads[l](x);
+      caches[2 * l].take(2, position, count).assign(k);
+      caches[2 * l + 1].take(2, position, count).assign(v);
+      x = g.blocks[l](x, q, caches[2 * l], caches[2 * l + 1]);
     }
-    return model.head(model.norm(x)).reshape({batch, c.vocabulary});
+    return model.head(model.norm(x.take(1, count - 1, 1))).reshape({batch, c.vocabulary});
   };
-  // Fresh caches holding tokens [first, end) of each row.
+  // Tokens [first, end) of each row at the start of the caches, at once
+  // (the prompt, or the last half of a full context). Positions past them
+  // keep finite values that no query sees.
   auto refill = [&](std::size_t first, std::size_t end) {
-    for (auto& cache : caches) cache = zeros<T>({batch, heads, c.context, head_width});
-    tensor<T> logits;
-    for (std::size_t i = first; i < end; ++i) logits = decode_at(i, static_cast<std::int64_t>(i - first));
-    return logits;
+    const auto count = static_cast<std::int64_t>(end - first);
+    if (count == 1) return advance(first, 1, 0, decode);
+    return advance(first, count, 0, graphs_for(count));
   };
 
   std::size_t first = out[0].size() > static_cast<std::size_t>(c.context) ? out[0].size() - c.context : 0;
@@ -226,7 +242,7 @@ tensor<std::int64_t> generate(const gpt<T, Layers>& model, const tensor<std::int
       first = length - static_cast<std::size_t>(c.context) / 2;
       logits = refill(first, length);
     } else {
-      logits = decode_at(length - 1, static_cast<std::int64_t>(length - 1 - first));
+      logits = advance(length - 1, 1, static_cast<std::int64_t>(length - 1 - first), decode);
     }
   }
   tensor<std::int64_t> result(shape{batch, static_cast<std::int64_t>(out[0].size())});

@@ -69,10 +69,10 @@ class transformer_block : public module<transformer_block<T>> {
     return h + drop(out(tandem::gelu(fc(norm2(h)))));
   }
 
-  // The block at one position of a cache of keys and values, without
+  // The block at new positions of a cache of keys and values, without
   // dropout, for generation, in two steps around the caller's write of the
-  // position's key and value into the cache: the queries, keys and values
-  // of x [B, 1, D] (each [B, heads, 1, D / heads]), then the block's output
+  // positions' keys and values into the cache: the queries, keys and values
+  // of x [B, t, D] (each [B, heads, t, D / heads]), then the block's output
   // from x, its queries and the caches (multi_head_attention::forward_cached).
   template <class X>
   auto heads_cached(const X& x) const {
