@@ -91,6 +91,25 @@ TEST_CASE("normalization layers pass finite-difference gradient checks, eagerly 
   set_mode(mode::eager);
 }
 
+// Batch norm runs as one node of a static graph, its weight and bias not
+// the node's operands: they get their gradients when its input needs none.
+TEST_CASE("batch norm's parameters get their gradients in a static graph whose input needs none") {
+  nn::batch_norm1d<double> bn(3);
+  {
+    no_grad writing;
+    bn.weight.assign(test::away_from_zero({3}, 9));
+    bn.bias.assign(test::away_from_zero({3}, 10));
+  }
+  const tensor<double> x = test::random_tensor<double>({5, 3}, -1, 1, 11), w = test::random_tensor<double>({5, 3}, -1, 1, 12);
+  auto weighted = [&](const auto& v) { return sum(bn(v) * w); };
+  std::vector<tensor<double>> params{bn.weight, bn.bias};
+  auto want = grad(weighted, params)(x);
+  auto got = grad(jit(weighted), params)(x);
+  test::check_values(got[0], want[0], "weight");
+  test::check_values(got[1], want[1], "bias");
+  CHECK(max(abs(want[1])).item() > 1e-3);
+}
+
 TEST_CASE("layer norm equals a double reference loop") {
   nn::layer_norm<double> ln({4});
   tensor<double> x = test::random_tensor<double>({3, 4}, -2, 2, 9);

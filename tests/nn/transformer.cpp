@@ -105,3 +105,34 @@ TEST_CASE("attention dropout is reproducible from the seed and off in evaluation
   test::check_values(run(true), run(true), "same seed");
   CHECK(max(abs(run(true) - run(false))).item() > 1e-3);
 }
+
+// The block runs as a static graph of its own inside an enclosing one, its
+// parameters not operands of the enclosing graph: they must still get their
+// gradients when its input needs none, and a grad that differentiates
+// through another (a gradient penalty) must record its backward for them.
+TEST_CASE("a transformer block's parameters get their gradients through an enclosing static graph") {
+  generator gen(3);
+  nn::transformer_block<double> block(8, 2, gen);
+  std::vector<tensor<double>> params;
+  for (const auto& p : block.named_parameters()) params.push_back(std::get<tensor<double>>(p.value));
+  const tensor<double> x = test::random_tensor<double>({1, 3, 8}, -1, 1, 7);
+  auto squared = [&](const auto& v) {
+    auto y = block(v);
+    return sum(y * y);
+  };
+  auto penalty = [](auto f) {
+    return [f](const tensor<double>& v) {
+      tensor<double> g = grad(f)(v);
+      return sum(g * g);
+    };
+  };
+  auto compare = [&](const std::vector<tensor<double>>& got, const std::vector<tensor<double>>& want, const char* what) {
+    REQUIRE(got.size() == params.size());
+    for (std::size_t k = 0; k < params.size(); ++k) {
+      CHECK(max(abs(want[k])).item() > 1e-3);
+      test::check_values(got[k], want[k], what);
+    }
+  };
+  compare(grad(jit(squared), params)(x), grad(squared, params)(x), "first order");
+  compare(grad(penalty(jit(squared)), params)(x), grad(penalty(squared), params)(x), "gradient penalty");
+}

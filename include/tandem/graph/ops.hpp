@@ -349,6 +349,13 @@ struct layer_call {
   // The layers run this way (dropout, batch norm) keep their input's shape.
   shape result_shape(const shape& in) const { return in; }
 };
+// A layer_call whose layer has parameters (nn::batch_norm), which it lists
+// (holds_tensors).
+template <class T>
+struct parameterized_layer_call : layer_call<T> {
+  std::vector<tensor<T>> (*parameters)(const void* layer);
+  std::vector<tensor<T>> held_tensors() const { return parameters(this->layer); }
+};
 struct strided_take {
   std::int64_t axis, first, count, step;
   template <class T>

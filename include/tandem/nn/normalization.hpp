@@ -51,12 +51,17 @@ class batch_norm : public module<batch_norm<T, Rank>> {
 
   template <class X>
   auto forward(const X& x) const {
-    return tandem::detail::call_or_trace("batch_norm", tandem::detail::layer_call<T>{this, &normalized_by}, x);
+    return tandem::detail::call_or_trace(
+        "batch_norm", tandem::detail::parameterized_layer_call<T>{{this, &normalized_by}, &parameters_of}, x);
   }
 
  private:
   static tensor<T> normalized_by(const void* self, const tensor<T>& x) {
     return static_cast<const batch_norm*>(self)->normalized(x);
+  }
+  static std::vector<tensor<T>> parameters_of(const void* self) {
+    const auto& layer = *static_cast<const batch_norm*>(self);
+    return {layer.weight, layer.bias};
   }
 
   static std::int64_t check(std::int64_t channels) {

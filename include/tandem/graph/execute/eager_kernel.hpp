@@ -26,6 +26,14 @@ auto executor<Root, Inputs, OnDevice>::run_apply(const sym<N>& s, const void* ke
     return std::tuple{fresh_leaf(std::get<K>(operands), wanted[K])...};
   }(std::make_index_sequence<std::tuple_size_v<decltype(operands)>>{});
   auto result = std::apply(node.fn, leaves);
+  // The tensors the function holds reach their gradients through its own
+  // backward; as captured tensors, they are edges of the call's autograd
+  // node, which then leads to them (a grad that must record its backward
+  // for them finds them there: reaches_other_leaves).
+  if constexpr (holds_tensors<decltype(node.fn)>)
+    if (keeps_captured_)
+      for (const auto& held : node.fn.held_tensors())
+        if (held.requires_grad()) captured_.emplace(edge_of(held).get(), any_tensor(held));
   auto keys = apply_operands([](const auto&... c) { return std::array<const void*, sizeof...(c)>{key_of(c)...}; },
                              node.children);
   if constexpr (std::is_floating_point_v<value_of_t<N>>) {
