@@ -108,6 +108,10 @@ TEST_CASE("batch norm's parameters get their gradients in a static graph whose i
   test::check_values(got[0], want[0], "weight");
   test::check_values(got[1], want[1], "bias");
   CHECK(max(abs(want[1])).item() > 1e-3);
+  // The same through backward() into .grad.
+  jit(weighted)(x).backward();
+  test::check_values(bn.weight.grad(), want[0], "weight, backward()");
+  test::check_values(bn.bias.grad(), want[1], "bias, backward()");
 }
 
 TEST_CASE("layer norm equals a double reference loop") {
