@@ -350,11 +350,11 @@ struct layer_call {
   shape result_shape(const shape& in) const { return in; }
 };
 // A layer_call whose layer has parameters (nn::batch_norm), which it lists
-// (holds_tensors).
+// (holds_parameters).
 template <class T>
 struct parameterized_layer_call : layer_call<T> {
   std::vector<tensor<T>> (*parameters)(const void* layer);
-  std::vector<tensor<T>> held_tensors() const { return parameters(this->layer); }
+  std::vector<tensor<T>> held_parameters() const { return parameters(this->layer); }
 };
 struct strided_take {
   std::int64_t axis, first, count, step;

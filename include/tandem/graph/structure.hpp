@@ -113,14 +113,14 @@ using value_of_t = typename N::value_type;
 // Whether a graph reads tensors it was not given that could take a
 // gradient: captured floating tensors, its own or those the sub-graphs of
 // its control-flow constructs capture, or tensors an apply node's function
-// holds (holds_tensors). (A loop's bounds, captured integers,
+// holds (holds_parameters). (A loop's bounds, captured integers,
 // never make a call record.)
 template <class Root>
 constexpr bool reads_captured() {
   bool any = false;
   for_each_type<all_classes<Root>>([&]<class C>(std::type_identity<C>) {
     if constexpr (is_control_node<C>) any = any || C::fn_type::impl_type::reads_captured;
-    else if constexpr (requires { typename C::fn_type; }) any = any || holds_tensors<typename C::fn_type>;
+    else if constexpr (holds_parameters<C>) any = true;
     else any = any || (node_traits<C>::is_captured && std::is_floating_point_v<value_of_t<C>>);
   });
   return any;

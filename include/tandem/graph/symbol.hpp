@@ -115,12 +115,12 @@ inline constexpr bool is_matrix_product = false;
 template <class Fn>
 inline constexpr bool is_host_call = false;
 
-// Whether an apply node's function reads tensors besides its operands (a
+// Whether an apply node's function (N::fn) reads tensors besides its operands (a
 // layer's parameters, through the layer) and lists them, as tensors, in
-// held_tensors(): a call of the graph records its backward for them, and
+// held_parameters(): a call of the graph records its backward for them, and
 // the call's autograd node leads to them, as to captured tensors.
-template <class Fn>
-concept holds_tensors = requires(const Fn& fn) { fn.held_tensors(); };
+template <class N>
+concept holds_parameters = requires(const N& node) { node.fn.held_parameters(); };
 
 // Whether an apply node's function is a control-flow construct, or reads
 // one output of one (graph/control.hpp).

@@ -95,14 +95,14 @@ class transformer_block : public module<transformer_block<T>> {
   };
   // The block's own graph, run on its input's value by the enclosing graph.
   // Its parameters are not operands of the enclosing graph's node, so the
-  // node names them (holds_tensors): else a call whose input needs no
+  // node names them (holds_parameters): else a call whose input needs no
   // gradient would record nothing for them, and a grad of the enclosing
   // graph with respect to them would find zeros.
   struct block_graph {
     const transformer_block* self;
     tensor<T> operator()(const tensor<T>& x) const { return static_graph<body_of>(body_of{self}, self->plans_)(x); }
     shape result_shape(const shape& in) const { return in; }
-    std::vector<tensor<T>> held_tensors() const {
+    std::vector<tensor<T>> held_parameters() const {
       std::vector<tensor<T>> held;
       for (const auto& p : self->named_parameters()) held.push_back(std::get<tensor<T>>(p.value));
       return held;

@@ -30,9 +30,9 @@ auto executor<Root, Inputs, OnDevice>::run_apply(const sym<N>& s, const void* ke
   // backward; as captured tensors, they are edges of the call's autograd
   // node, which then leads to them (a grad that must record its backward
   // for them finds them there: reaches_other_leaves).
-  if constexpr (holds_tensors<decltype(node.fn)>)
+  if constexpr (holds_parameters<N>)
     if (keeps_captured_)
-      for (const auto& held : node.fn.held_tensors())
+      for (const auto& held : node.fn.held_parameters())
         if (held.requires_grad()) captured_.emplace(edge_of(held).get(), any_tensor(held));
   auto keys = apply_operands([](const auto&... c) { return std::array<const void*, sizeof...(c)>{key_of(c)...}; },
                              node.children);

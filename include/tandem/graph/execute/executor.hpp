@@ -258,9 +258,8 @@ class executor final : public graph_run {
       const void* key = key_of(s);
       if (const bool* found = needs_gradient_.find(key)) return *found;
       bool any = apply_operands([&](const auto&... c) { return (needs_gradient(c) || ...); }, s.node().children);
-      if constexpr (requires { typename N::fn_type; })
-        if constexpr (holds_tensors<typename N::fn_type>)
-          for (const auto& held : s.node().fn.held_tensors()) any = any || held.requires_grad();
+      if constexpr (holds_parameters<N>)
+        for (const auto& held : s.node().fn.held_parameters()) any = any || held.requires_grad();
       needs_gradient_.emplace(key, any);
       return any;
     }
