@@ -6,7 +6,8 @@
 // elementwise ops for float, double, int32 and int64, copies and
 // conversions between every element type (kernels/cuda/elementwise.hpp),
 // the reductions (sum, mean, prod, max, min: kernels/cuda/reduce.hpp),
-// matmul (cuBLAS: kernels/cuda/gemm.hpp; link CUDA::cublas), the
+// matmul (cuBLAS: kernels/cuda/gemm.hpp; link CUDA::cublas), fused
+// attention (kernels/cuda/attention.hpp), the
 // optimizers' updates (kernels/cuda/update.hpp), random draws
 // (kernels/cuda/random.hpp), and softmax, cross-entropy, one_hot, conv2d,
 // pooling and batch normalization composed from them (ops/composed/). Other units include <tandem/tandem.hpp> as
@@ -20,6 +21,7 @@
 #error "<tandem/cuda.hpp> is for translation units compiled by nvcc; host code reaches GPUs through <tandem/tandem.hpp>"
 #endif
 
+#include "tandem/kernels/cuda/attention.hpp"
 #include "tandem/kernels/cuda/elementwise.hpp"
 #include "tandem/kernels/cuda/gemm.hpp"
 #include "tandem/kernels/cuda/index.hpp"
@@ -74,6 +76,14 @@ struct cuda_backend {
   template <class R, class C, class Op, std::size_t M, class... In>
   static cuda_elementwise_outputs_kernel<R, C, Op, M, In...> elementwise_outputs() {
     return &launch_elementwise_outputs<R, C, Op, M, In...>;
+  }
+  template <class T>
+  static cuda_attention_forward_kernel<T> attention_forward() {
+    return &launch_attention_forward<T>;
+  }
+  template <class T>
+  static cuda_attention_backward_kernel<T> attention_backward() {
+    return &launch_attention_backward<T>;
   }
   static const device_runtime& runtime() { return cuda::runtime(); }
 };

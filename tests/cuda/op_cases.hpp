@@ -378,3 +378,59 @@ TEST_CASE_TEMPLATE("random draws on the GPU are the host's numbers from the same
     CHECK(uniform<T>({2}, 0, 1, gpu_gen, gpu).to_vector() == uniform<T>({2}, 0, 1, host_gen).to_vector());
   }
 }
+
+TEST_CASE_TEMPLATE("scaled_dot_product_attention on the GPU is the fused op, forward and backward", T, float, double) {
+  // Sums run in another order than the CPU kernel's tiles.
+  const double rel = std::is_same_v<T, float> ? 1e-4 : 1e-11, abs = std::is_same_v<T, float> ? 1e-5 : 1e-12;
+  struct problem {
+    std::string name;
+    std::int64_t batch, heads, key_heads, tq, tk, d, dv;
+    attention_options options;
+  };
+  tensor<bool> hides_a_row = ones<bool>({5, 9});
+  hides_a_row.slice(0, 2, 3).fill(false);  // query 2 sees nothing: a NaN row, zero gradients
+  hides_a_row.slice(1, 4, 5).fill(false);
+  const std::vector<problem> problems{
+      {"plain", 2, 3, 3, 17, 17, 16, 16, {}},
+      {"causal, widths 40 and 24", 1, 2, 2, 33, 33, 40, 24, {.causal = true}},
+      {"causal, fewer queries than keys", 2, 2, 2, 3, 10, 8, 8, {.causal = true, .scale = 0.3}},
+      {"keys and values shared by the heads", 2, 4, 1, 9, 9, 8, 8, {.causal = true}},
+      {"a mask", 1, 2, 2, 5, 9, 8, 8, {.mask = hides_a_row}},
+      {"dropout", 2, 2, 2, 12, 12, 8, 8, {.causal = true, .dropout = 0.25, .seed = 7}},
+      {"heads 130 wide", 1, 1, 1, 6, 6, 130, 130, {}},
+      {"no keys", 1, 2, 2, 4, 0, 8, 8, {}},
+  };
+  for (const problem& pr : problems) {
+    INFO(pr.name);
+    // Heads split from [B, T, H, D] by a transpose, as a model's are.
+    auto operand = [&](std::int64_t heads, std::int64_t rows, std::int64_t width, std::uint64_t seed) {
+      return test::random_tensor<T>({pr.batch, rows, heads, width}, -1, 1, seed);
+    };
+    const tensor<T> q = operand(pr.heads, pr.tq, pr.d, 60), k = operand(pr.key_heads, pr.tk, pr.d, 61),
+                    v = operand(pr.key_heads, pr.tk, pr.dv, 62);
+    const tensor<T> weights = test::random_tensor<T>({pr.batch, pr.heads, pr.tq, pr.dv}, -1, 1, 63);
+    attention_options on_device = pr.options;
+    if (on_device.mask) on_device.mask = on_device.mask->cuda();
+    tensor<T> hq = q.detach().set_requires_grad(), hk = k.detach().set_requires_grad(),
+              hv = v.detach().set_requires_grad();
+    tensor<T> dq = q.cuda().set_requires_grad(), dk = k.cuda().set_requires_grad(), dv = v.cuda().set_requires_grad();
+    tensor<T> host_out = scaled_dot_product_attention(hq.transpose(1, 2), hk.transpose(1, 2), hv.transpose(1, 2),
+                                                      pr.options);
+    tensor<T> device_out = scaled_dot_product_attention(dq.transpose(1, 2), dk.transpose(1, 2), dv.transpose(1, 2),
+                                                        on_device);
+    test::check_values(device_out.cpu(), host_out, "the output", rel, abs);
+    // The fused kernel lays the result out as [B, T, H, D].
+    CHECK(device_out.transpose(1, 2).is_contiguous());
+    auto loss = [&](const tensor<T>& out, const tensor<T>& w) { return sum(where(isnan(out), T(0), out) * w); };
+    loss(host_out, weights).backward();
+    loss(device_out, weights.cuda()).backward();
+    test::check_values(dq.grad().cpu(), hq.grad(), "dq", rel, abs);
+    test::check_values(dk.grad().cpu(), hk.grad(), "dk", rel, abs);
+    test::check_values(dv.grad().cpu(), hv.grad(), "dv", rel, abs);
+  }
+  // Wider heads than a GPU thread holds run the composed form, same values.
+  tensor<T> wide = test::random_tensor<T>({1, 3, 300}, -1, 1, 64);
+  tensor<T> composed = scaled_dot_product_attention(wide.cuda(), wide.cuda(), wide.cuda(), {.causal = true});
+  test::check_values(composed.cpu(), scaled_dot_product_attention(wide, wide, wide, {.causal = true}), "300 wide", rel,
+                     abs);
+}

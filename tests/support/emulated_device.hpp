@@ -254,6 +254,37 @@ struct emulated_backend {
     return &random_loop<T, Law>;
   }
 
+  // The GPU's attention threads (kernels/cuda/attention_rows.hpp), one
+  // loop iteration each, the backward's pass by queries before its pass by
+  // keys as on the device's stream.
+  template <class T>
+  static void attention_forward_loop(int, const detail::device_attention<T>& p,
+                                     const detail::device_attention_rows<T*>& out, T* logsumexp) {
+    detail::with_device_attention_width(p.d, p.dv, [&](auto width) {
+      for (std::int64_t n = 0; n < p.heads; ++n)
+        for (std::int64_t i = 0; i < p.tq; ++i) detail::device_attention_forward_row<width()>(p, n, i, out, logsumexp);
+    });
+  }
+  template <class T>
+  static detail::cuda_attention_forward_kernel<T> attention_forward() {
+    return &attention_forward_loop<T>;
+  }
+  template <class T>
+  static void attention_backward_loop(int, const detail::device_attention<T>& p,
+                                      const detail::device_attention_gradients<T>& a, const T* logsumexp) {
+    detail::with_device_attention_width(p.d, p.dv, [&](auto width) {
+      for (std::int64_t n = 0; n < p.heads; ++n)
+        for (std::int64_t i = 0; i < p.tq; ++i)
+          detail::device_attention_query_gradient_row<width()>(p, a, n, i, logsumexp);
+      for (std::int64_t n = 0; n < p.heads; ++n)
+        for (std::int64_t j = 0; j < p.tk; ++j) detail::device_attention_key_gradient_row<width()>(p, a, n, j, logsumexp);
+    });
+  }
+  template <class T>
+  static detail::cuda_attention_backward_kernel<T> attention_backward() {
+    return &attention_backward_loop<T>;
+  }
+
   static const detail::device_runtime& runtime() { return stand_in_runtime(); }
 };
 

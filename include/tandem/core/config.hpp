@@ -8,6 +8,15 @@
 #define TANDEM_HOST_DEVICE
 #endif
 
+// Before a loop of a compile-time count in host-and-device code: nvcc
+// unrolls it, so that arrays indexed by its counter stay in registers
+// instead of the GPU's local memory.
+#if defined(__CUDACC__)
+#define TANDEM_DEVICE_UNROLL _Pragma("unroll")
+#else
+#define TANDEM_DEVICE_UNROLL
+#endif
+
 // TANDEM_INLINE_LAMBDA goes after a lambda's parameter list. The fused
 // kernels unroll over their classes with lambdas; GCC keeps a large one out
 // of line, which sends every SIMD value of the group through the stack (it

@@ -4,12 +4,14 @@
 // leading axes (batch, heads) broadcast. q is [..., tq, d], k [..., tk, d],
 // v [..., tk, dv]; the result is [..., tq, dv].
 //
-// On the CPU it is one fused op forward and backward
-// (kernels/cpu/attention.hpp): memory grows with T, not T^2. It reads its
+// It is one fused op forward and backward, on the CPU
+// (kernels/cpu/attention.hpp) and on a GPU (kernels/cuda/attention.hpp,
+// heads up to 256 wide): memory grows with T, not T^2. It reads its
 // operands in place (views, broadcast heads) and lays its result out as
 // [..., tq, H, dv] in memory, so that y.transpose(1, 2).reshape({B, T, C})
-// is a view. Elsewhere, and for a second derivative, it is the composition
-// of matmul, softmax and where, which the same rules differentiate.
+// is a view. For wider heads on a GPU, and for a second derivative, it is
+// the composition of matmul, softmax and where, which the same rules
+// differentiate.
 //
 // The causal mask lets query i see key j when j <= i + tk - tq: with tq ==
 // tk, as PyTorch's is_causal; with fewer queries than keys (new tokens
@@ -32,7 +34,9 @@
 #include "tandem/autograd/grad_mode.hpp"
 #include "tandem/autograd/record.hpp"
 #include "tandem/core/tensor.hpp"
+#include "tandem/kernels/attention_dropout.hpp"
 #include "tandem/kernels/cpu/attention.hpp"
+#include "tandem/kernels/cuda/attention_rows.hpp"
 #include "tandem/ops/elementwise.hpp"
 #include "tandem/ops/linalg.hpp"
 #include "tandem/ops/reduce.hpp"
@@ -86,7 +90,7 @@ tensor<T> attention_keep(const shape& batch, std::int64_t tq, std::int64_t tk, c
   full.push_back(tq);
   full.push_back(tk);
   tensor<T> keep(full);
-  const std::uint64_t threshold = static_cast<std::uint64_t>(o.dropout * 18446744073709551616.0);
+  const std::uint64_t threshold = attention_drop_threshold(o.dropout);
   const T scale = T(1 / (1 - o.dropout));
   const std::int64_t heads = numel(batch);
   for (std::int64_t n = 0; n < heads; ++n)
@@ -181,31 +185,42 @@ attention_tensor<T> attention_operand(const tensor<T>& x, const shape& batch) {
 // [B, T, H, D] then a reshape to [B, T, H * D] reads them, which is then a
 // view, not a copy (PyTorch's fused attention lays its output out so too).
 template <class T>
-attention_tensor<T> attention_result(const shape& batch, std::int64_t rows, std::int64_t width) {
-  if (batch.empty()) return {tensor<T>(shape{rows, width}), batch};
+attention_tensor<T> attention_result(const shape& batch, std::int64_t rows, std::int64_t width,
+                                     device where = device::cpu) {
+  if (batch.empty()) return {tensor<T>(shape{rows, width}, where), batch};
   shape memory(batch.begin(), batch.end() - 1);
   memory.push_back(rows);
   memory.push_back(batch.back());
   memory.push_back(width);
-  return {tensor<T>(memory).transpose(-3, -2), batch};
+  return {tensor<T>(memory, where).transpose(-3, -2), batch};
 }
 
-// The operands as the kernel takes them, with the mask's offsets per head.
-template <class T>
+// The operands as a fused kernel takes them (Problem: the CPU's
+// attention_problem or the GPU's device_attention), with the views it
+// reads, which must outlive the kernel's run.
+template <class T, class Problem>
 struct fused_attention_operands {
   attention_tensor<T> q, k, v;
   tensor<bool> mask;
-  std::vector<std::int64_t> mask_heads;
-  attention_problem<T> problem;
+  std::vector<std::int64_t> mask_heads;  // the CPU kernel's
+  Problem problem;
 };
 
-template <class T>
-fused_attention_operands<T> fused_operands(const tensor<T>& q, const tensor<T>& k, const tensor<T>& v,
-                                           const shape& batch, const attention_options& o) {
-  fused_attention_operands<T> f;
+template <class Problem, class T>
+fused_attention_operands<T, Problem> attention_views(const tensor<T>& q, const tensor<T>& k, const tensor<T>& v,
+                                                     const shape& batch) {
+  fused_attention_operands<T, Problem> f;
   f.q = attention_operand(q, batch);
   f.k = attention_operand(k, batch);
   f.v = attention_operand(v, batch);
+  return f;
+}
+
+template <class T>
+fused_attention_operands<T, attention_problem<T>> fused_operands(const tensor<T>& q, const tensor<T>& k,
+                                                                 const tensor<T>& v, const shape& batch,
+                                                                 const attention_options& o) {
+  auto f = attention_views<attention_problem<T>>(q, k, v, batch);
   const std::int64_t heads = numel(batch), tq = q.shape(-2), tk = k.shape(-2);
   f.problem = {heads,         tq,           tk,           q.shape(-1),  v.shape(-1),
                f.q.view.data(), f.k.view.data(), f.v.view.data(), f.q.rows(), f.k.rows(),
@@ -225,6 +240,66 @@ fused_attention_operands<T> fused_operands(const tensor<T>& q, const tensor<T>& 
   }
   f.problem.dropout = o.dropout;
   f.problem.seed = o.seed;
+  return f;
+}
+
+// Whether this program's GPU kernels take the problem: heads at most 256
+// wide (a thread's registers hold its rows) and batch axes the kernels index.
+template <class T>
+bool device_attention_fuses(const shape& batch, std::int64_t d, std::int64_t dv) {
+  return batch.size() <= cuda_max_axes && std::max(d, dv) <= 256 &&
+         cuda_attention_forward_slot<T>.load(std::memory_order_acquire) &&
+         cuda_attention_backward_slot<T>.load(std::memory_order_acquire);
+}
+
+// A view [batch..., rows, width] as the GPU's kernels address it.
+template <class P, class T>
+device_attention_rows<P> device_rows_of(const tensor<T>& view, P data, std::size_t batch_axes) {
+  device_attention_rows<P> rows;
+  rows.data = data;
+  for (std::size_t a = 0; a < batch_axes; ++a) rows.head_strides[a] = view.strides()[a];
+  rows.row = view.strides()[batch_axes];
+  return rows;
+}
+
+template <class T>
+device_attention_rows<const T*> device_rows_of(const attention_tensor<T>& x, std::size_t batch_axes) {
+  return device_rows_of(x.view, x.view.device_data(), batch_axes);
+}
+
+// The operands on a GPU, read in place as on the CPU.
+template <class T>
+fused_attention_operands<T, device_attention<T>> device_operands(const tensor<T>& q, const tensor<T>& k,
+                                                                 const tensor<T>& v, const shape& batch,
+                                                                 const attention_options& o) {
+  auto f = attention_views<device_attention<T>>(q, k, v, batch);
+  device_attention<T>& p = f.problem;
+  const std::size_t lead = batch.size();
+  p.batch_axes = static_cast<int>(lead);
+  for (std::size_t a = 0; a < lead; ++a) p.batch[a] = batch[a];
+  p.heads = numel(batch);
+  p.tq = q.shape(-2);
+  p.tk = k.shape(-2);
+  p.d = q.shape(-1);
+  p.dv = v.shape(-1);
+  p.q = device_rows_of(f.q, lead);
+  p.k = device_rows_of(f.k, lead);
+  p.v = device_rows_of(f.v, lead);
+  p.scale = static_cast<T>(attention_scale(o, p.d));
+  p.causal = o.causal;
+  if (o.mask) {
+    shape s = batch;
+    s.push_back(p.tq);
+    s.push_back(p.tk);
+    f.mask = o.mask->expand(s);
+    p.mask = device_rows_of<const bool*>(f.mask, f.mask.device_data(), lead);
+    p.mask_column = f.mask.strides()[lead + 1];
+  }
+  if (o.dropout > 0) {
+    p.drop_threshold = attention_drop_threshold(o.dropout);
+    p.seed = o.seed;
+    p.keep_scale = T(1 / (1 - o.dropout));
+  }
   return f;
 }
 
@@ -250,6 +325,7 @@ struct attention_op {
                                 const V& v) const {
     if (is_grad_enabled() || !fused) return composed_gradients(wanted, g, q, k, v);
     const shape batch = attention_batch(q, k, v, options);
+    if (!q.device().is_cpu()) return device_gradients(wanted, batch, g, y, q, k, v);
     const auto f = fused_operands(q, k, v, batch, options);
     const std::int64_t tq = q.shape(-2), tk = k.shape(-2);
     auto dq = attention_result<T>(batch, tq, q.shape(-1)), dk = attention_result<T>(batch, tk, k.shape(-1)),
@@ -263,6 +339,29 @@ struct attention_op {
   }
 
  private:
+  template <class G, class Y, class Q, class K, class V>
+  std::tuple<G, G, G> device_gradients(const std::array<bool, 3>& wanted, const shape& batch, const G& g, const Y& y,
+                                       const Q& q, const K& k, const V& v) const {
+    const device where = q.device();
+    const auto f = device_operands(q, k, v, batch, options);
+    const std::size_t lead = batch.size();
+    auto dq = attention_result<T>(batch, q.shape(-2), q.shape(-1), where),
+         dk = attention_result<T>(batch, k.shape(-2), k.shape(-1), where),
+         dv = attention_result<T>(batch, k.shape(-2), v.shape(-1), where);
+    const auto gs = attention_operand(g, batch), ys = attention_operand(y, batch);
+    tensor<T> delta(logsumexp.shape(), where);
+    device_attention_gradients<T> a{device_rows_of(gs, lead),
+                                    device_rows_of(ys, lead),
+                                    device_rows_of(dq.view, dq.view.device_data(), lead),
+                                    device_rows_of(dk.view, dk.view.device_data(), lead),
+                                    device_rows_of(dv.view, dv.view.device_data(), lead),
+                                    delta.device_data()};
+    runtime_for(where, name);
+    cuda_attention_backward_slot<T>.load(std::memory_order_acquire)(where.index(), f.problem, a,
+                                                                   logsumexp.device_data());
+    return {wanted[0] ? dq.view : G(), wanted[1] ? dk.view : G(), wanted[2] ? dv.view : G()};
+  }
+
   template <class G, class Q, class K, class V>
   std::tuple<G, G, G> composed_gradients(const std::array<bool, 3>& wanted, const G& g, const Q& q, const K& k,
                                          const V& v) const {
@@ -296,6 +395,19 @@ tensor<T> scaled_dot_product_attention(const tensor<T>& q, const tensor<T>& k, c
   if (options.mask && options.mask->device() != where)
     throw device_error("tandem::scaled_dot_product_attention: the mask is on " + to_string(options.mask->device()) +
                        " and q, k, v on " + to_string(where) + "; move it with to()");
+  if (!where.is_cpu() && detail::device_attention_fuses<T>(batch, q.shape(-1), v.shape(-1))) {
+    const auto f = detail::device_operands(q, k, v, batch, options);
+    shape rows = batch;
+    rows.push_back(q.shape(-2));
+    auto out = detail::attention_result<T>(batch, q.shape(-2), v.shape(-1), where);
+    tensor<T> logsumexp(rows, where);
+    detail::runtime_for(where, "scaled_dot_product_attention");
+    detail::cuda_attention_forward_slot<T>.load(std::memory_order_acquire)(
+        where.index(), f.problem, detail::device_rows_of(out.view, out.view.device_data(), batch.size()),
+        logsumexp.device_data());
+    detail::record(detail::attention_op<T>{options, logsumexp, true}, out.view, q, k, v);
+    return out.view;
+  }
   if (!where.is_cpu()) {
     tensor<T> out;
     {

@@ -26,24 +26,11 @@
 #include <limits>
 
 #include "tandem/detail/math.hpp"
+#include "tandem/kernels/attention_dropout.hpp"
 #include "tandem/kernels/cpu/simd.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
 namespace tandem::detail {
-
-// Dropout's draw for query i and key j of head n: a counter-based hash, so
-// that the backward (and any thread) draws the same keep/drop as the forward
-// without storing a mask.
-inline bool attention_keeps(std::uint64_t seed, std::int64_t n, std::int64_t i, std::int64_t j,
-                            std::uint64_t threshold) {
-  std::uint64_t z = seed ^ (static_cast<std::uint64_t>(n) * 0x9E3779B97F4A7C15ull) ^
-                    (static_cast<std::uint64_t>(i) * 0xC2B2AE3D27D4EB4Full) ^
-                    (static_cast<std::uint64_t>(j) * 0x165667B19E3779F9ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return z >= threshold;
-}
 
 // Where an operand's rows lie: row i of head n starts at data + head[n] +
 // i * row, its elements one apart. Heads split from a [B, T, H, D] tensor by
@@ -73,9 +60,7 @@ struct attention_problem {
 
   // Keys at or past this one are in query i's future.
   std::int64_t key_end(std::int64_t i) const { return causal ? std::min(tk, i + 1 + tk - tq) : tk; }
-  std::uint64_t drop_threshold() const {
-    return static_cast<std::uint64_t>(dropout * 18446744073709551616.0);
-  }
+  std::uint64_t drop_threshold() const { return attention_drop_threshold(dropout); }
 };
 
 inline namespace TANDEM_KERNEL_ISA {

@@ -18,6 +18,8 @@
 //   group_sum_adjoints<R, Op, M, In...>()
 //                                   returning a cuda_group_sum_adjoints_kernel<R, Op, M, In...>
 //   random<T, Law>()                returning a cuda_random_kernel<T, Law>
+//   attention_forward<T>()          returning a cuda_attention_forward_kernel<T>
+//   attention_backward<T>()         returning a cuda_attention_backward_kernel<T>
 // and a static runtime() returning the device_runtime.
 
 #include <atomic>
@@ -155,6 +157,10 @@ bool install_all() {
   install_builtin_rows<Backend, std::int64_t>();
   put(cuda_gemm_slot<float>, Backend::template gemm<float>());
   put(cuda_gemm_slot<double>, Backend::template gemm<double>());
+  put(cuda_attention_forward_slot<float>, Backend::template attention_forward<float>());
+  put(cuda_attention_forward_slot<double>, Backend::template attention_forward<double>());
+  put(cuda_attention_backward_slot<float>, Backend::template attention_backward<float>());
+  put(cuda_attention_backward_slot<double>, Backend::template attention_backward<double>());
   install_updates<Backend, float>();
   install_updates<Backend, double>();
   install_random<Backend, float>();
