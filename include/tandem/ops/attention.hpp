@@ -6,7 +6,7 @@
 //
 // It is one fused op forward and backward, on the CPU
 // (kernels/cpu/attention.hpp) and on a GPU (kernels/cuda/attention.hpp,
-// heads up to 256 wide): memory grows with T, not T^2. It reads its
+// heads up to 128 wide): memory grows with T, not T^2. It reads its
 // operands in place (views, broadcast heads) and lays its result out as
 // [..., tq, H, dv] in memory, so that y.transpose(1, 2).reshape({B, T, C})
 // is a view. For wider heads on a GPU, and for a second derivative, it is
@@ -243,11 +243,11 @@ fused_attention_operands<T, attention_problem<T>> fused_operands(const tensor<T>
   return f;
 }
 
-// Whether this program's GPU kernels take the problem: heads at most 256
+// Whether this program's GPU kernels take the problem: heads at most 128
 // wide (a thread's registers hold its rows) and batch axes the kernels index.
 template <class T>
 bool device_attention_fuses(const shape& batch, std::int64_t d, std::int64_t dv) {
-  return batch.size() <= cuda_max_axes && std::max(d, dv) <= 256 &&
+  return batch.size() <= cuda_max_axes && std::max(d, dv) <= 128 &&
          cuda_attention_forward_slot<T>.load(std::memory_order_acquire) &&
          cuda_attention_backward_slot<T>.load(std::memory_order_acquire);
 }

@@ -253,15 +253,15 @@ TANDEM_DEVICE_UNROLL
 }
 
 // Calls f with the narrowest register width that holds d and dv
-// (std::integral_constant: 32, 64, 128 or 256); false where none does, and
-// wider heads run the composed form.
+// (std::integral_constant: 32, 64 or 128); false where none does, and wider
+// heads run the composed form (a thread of 256-wide rows spilled 4 KB of
+// registers to local memory, and its kernels doubled nvcc's time here).
 template <class F>
 bool with_device_attention_width(std::int64_t d, std::int64_t dv, F&& f) {
   const std::int64_t widest = d > dv ? d : dv;
   if (widest <= 32) return f(std::integral_constant<std::int64_t, 32>{}), true;
   if (widest <= 64) return f(std::integral_constant<std::int64_t, 64>{}), true;
   if (widest <= 128) return f(std::integral_constant<std::int64_t, 128>{}), true;
-  if (widest <= 256) return f(std::integral_constant<std::int64_t, 256>{}), true;
   return false;
 }
 
