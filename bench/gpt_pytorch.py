@@ -7,6 +7,7 @@ torch.compile, on the thread count given. For comparison only (pip install torch
     python3 bench/gpt_pytorch.py [--threads 2] [--steps 60] [--compile]
     python3 bench/gpt_pytorch.py --generate 400    # sampling tokens/s, nanoGPT's way (no cache)
     python3 bench/gpt_pytorch.py --generate 400 --cache   # with a key-value cache, as tandem samples
+    python3 bench/gpt_pytorch.py --products   # GFLOP/s of the step's matrix products (bench_linalg's matmul_gpt)
 """
 import argparse, time
 import torch, torch.nn as nn, torch.nn.functional as F
@@ -17,8 +18,24 @@ ap.add_argument("--steps", type=int, default=60)
 ap.add_argument("--compile", action="store_true")
 ap.add_argument("--generate", type=int, default=0)
 ap.add_argument("--cache", action="store_true", help="sample with a key-value cache per block")
+ap.add_argument("--products", action="store_true", help="time the training step's matrix products")
 a = ap.parse_args()
 torch.set_num_threads(a.threads)
+if a.products:
+    # m, k, n and which operand is read transposed, as bench_linalg's matmul_gpt.
+    for m, k, n, at, bt in [(2048, 128, 384, 0, 1), (2048, 128, 512, 0, 1), (2048, 512, 128, 0, 1),
+                            (2048, 384, 128, 0, 0), (384, 2048, 128, 1, 0), (128, 2048, 512, 1, 0)]:
+        x = torch.rand(k, m).t() if at else torch.rand(m, k)
+        w = torch.rand(n, k).t() if bt else torch.rand(k, n)
+        for _ in range(5):
+            x @ w
+        runs, start = 0, time.perf_counter()
+        while time.perf_counter() - start < 1:
+            x @ w
+            runs += 1
+        seconds = (time.perf_counter() - start) / runs
+        print(f"{m} x {k} x {n} (aT {at}, bT {bt}): {2 * m * k * n / seconds / 1e9:.0f} GFLOP/s ({a.threads} threads)")
+    raise SystemExit
 torch.manual_seed(0)
 V, D, H, T, L, B = 65, 128, 4, 128, 4, 16
 

@@ -1,12 +1,16 @@
 // matmul throughput in FLOP/s on one thread: square sizes, and the shapes of
-// an MLP step (forward X W, backward X^T G and G W^T, through views); and
-// SGEMM on issue 15's four shapes at 1 and 2 threads, beside OpenBLAS's
-// cblas_sgemm when libopenblas-dev is installed.
+// an MLP step (forward X W, backward X^T G and G W^T, through views); the
+// products of the GPT demo's training step at 1 and 2 threads (PyTorch's:
+// python3 bench/gpt_pytorch.py --products); SGEMM on four shapes at 1 and 2
+// threads, beside OpenBLAS's cblas_sgemm when libopenblas-dev is
+// installed; and the core's FMA peak, the ceiling all of them answer to.
 //
 //   ./build/release/bench/bench_linalg --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
 #include <array>
+
+#include <xsimd/xsimd.hpp>
 
 #include <tandem/tandem.hpp>
 
@@ -43,6 +47,53 @@ void matmul_mlp(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(matmul(a, b).data());
   report(state, double(m), double(k), double(n));
   set_num_threads(0);
+}
+
+// The GPT demo's products (2,048 tokens of width 128, 4 heads; weights
+// [out, in] as nn::linear keeps them): forward X W^T, the input's gradient
+// G W, the weight's G^T X, on `threads` threads.
+void matmul_gpt(benchmark::State& state) {
+  std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  bool transposed_a = state.range(3) != 0, transposed_b = state.range(4) != 0;
+  set_num_threads(static_cast<int>(state.range(5)));
+  generator gen(4);
+  tensor<float> a = transposed_a ? uniform({k, m}, -1, 1, gen).transpose(0, 1) : uniform({m, k}, -1, 1, gen);
+  tensor<float> b = transposed_b ? uniform({n, k}, -1, 1, gen).transpose(0, 1) : uniform({k, n}, -1, 1, gen);
+  for (auto _ : state) benchmark::DoNotOptimize(matmul(a, b).data());
+  report(state, double(m), double(k), double(n));
+  set_num_threads(0);
+}
+
+void gpt_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"m", "k", "n", "aT", "bT", "threads"});
+  for (std::int64_t threads : {1, 2}) {
+    b->Args({2048, 128, 384, 0, 1, threads});  // attention's q, k, v
+    b->Args({2048, 128, 512, 0, 1, threads});  // the MLP's first layer
+    b->Args({2048, 512, 128, 0, 1, threads});  // the MLP's second layer
+    b->Args({2048, 384, 128, 0, 0, threads});  // q, k, v's input gradient
+    b->Args({384, 2048, 128, 1, 0, threads});  // q, k, v's weight gradient
+    b->Args({128, 2048, 512, 1, 0, threads});  // the second layer's weight gradient
+  }
+  b->UseRealTime();
+}
+
+// Independent chains of SIMD multiply-adds on one thread, as many as the
+// registers hold (24 of AVX-512's 32, 12 of AVX2's 16; more than the FMA
+// units times their latency): the core's floating-point peak with the ISA
+// this program was built for.
+void fma_peak(benchmark::State& state) {
+  using batch = xsimd::batch<float>;
+  constexpr int chains = batch::size >= 16 ? 24 : 12, steps = 1000;
+  std::array<batch, chains> acc;
+  for (int c = 0; c < chains; ++c) acc[c] = batch(0.001f * static_cast<float>(c));
+  const batch a(0.9999f), b(0.0001f);
+  for (auto _ : state) {
+    for (int s = 0; s < steps; ++s)
+      for (int c = 0; c < chains; ++c) acc[c] = xsimd::fma(acc[c], a, b);
+    benchmark::DoNotOptimize(acc);
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * chains * steps * batch::size,
+                                                benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // C[m, n] = A[m, k] B[k, n], row-major and contiguous, on `threads` threads.
@@ -85,6 +136,8 @@ BENCHMARK(sgemm_tandem)->Apply(sgemm_shapes);
 #ifdef TANDEM_BENCH_OPENBLAS
 BENCHMARK(sgemm_openblas)->Apply(sgemm_shapes);
 #endif
+BENCHMARK(matmul_gpt)->Apply(gpt_shapes);
+BENCHMARK(fma_peak);
 BENCHMARK(matmul_square)->Arg(128)->Arg(256)->Arg(512)->Arg(1024);
 BENCHMARK(matmul_mlp)
     ->ArgNames({"m", "k", "n", "aT", "bT"})

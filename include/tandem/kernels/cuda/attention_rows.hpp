@@ -58,8 +58,10 @@ struct device_attention {
   std::uint64_t drop_threshold = 0, seed = 0;
   T keep_scale = 1;
 
+  // An empty operand (no keys, say) has no data to offset into.
   template <class P>
   TANDEM_HOST_DEVICE P head(const device_attention_rows<P>& x, std::int64_t n) const {
+    if (!x.data) return x.data;
     std::int64_t offset = 0;
     for (int a = batch_axes; a-- > 0;) {
       offset += n % batch[a] * x.head_strides[a];
