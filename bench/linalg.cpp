@@ -36,12 +36,13 @@ void matmul_square(benchmark::State& state) {
   set_num_threads(0);
 }
 
-// x: [m, k] times w: [k, n], with either operand read through a transposed view.
-void matmul_mlp(benchmark::State& state) {
-  set_num_threads(1);
+// x: [m, k] times w: [k, n] (ranges 0-2), either operand read through a
+// transposed view (ranges 3 and 4), on `threads` threads.
+void time_views(benchmark::State& state, int threads, std::uint64_t seed) {
+  set_num_threads(threads);
   std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   bool transposed_a = state.range(3) != 0, transposed_b = state.range(4) != 0;
-  generator gen(2);
+  generator gen(seed);
   tensor<float> a = transposed_a ? uniform({k, m}, -1, 1, gen).transpose(0, 1) : uniform({m, k}, -1, 1, gen);
   tensor<float> b = transposed_b ? uniform({n, k}, -1, 1, gen).transpose(0, 1) : uniform({k, n}, -1, 1, gen);
   for (auto _ : state) benchmark::DoNotOptimize(matmul(a, b).data());
@@ -49,20 +50,12 @@ void matmul_mlp(benchmark::State& state) {
   set_num_threads(0);
 }
 
+void matmul_mlp(benchmark::State& state) { time_views(state, 1, 2); }
+
 // The GPT demo's products (2,048 tokens of width 128, 4 heads; weights
 // [out, in] as nn::linear keeps them): forward X W^T, the input's gradient
 // G W, the weight's G^T X, on `threads` threads.
-void matmul_gpt(benchmark::State& state) {
-  std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
-  bool transposed_a = state.range(3) != 0, transposed_b = state.range(4) != 0;
-  set_num_threads(static_cast<int>(state.range(5)));
-  generator gen(4);
-  tensor<float> a = transposed_a ? uniform({k, m}, -1, 1, gen).transpose(0, 1) : uniform({m, k}, -1, 1, gen);
-  tensor<float> b = transposed_b ? uniform({n, k}, -1, 1, gen).transpose(0, 1) : uniform({k, n}, -1, 1, gen);
-  for (auto _ : state) benchmark::DoNotOptimize(matmul(a, b).data());
-  report(state, double(m), double(k), double(n));
-  set_num_threads(0);
-}
+void matmul_gpt(benchmark::State& state) { time_views(state, static_cast<int>(state.range(5)), 4); }
 
 void gpt_shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"m", "k", "n", "aT", "bT", "threads"});
