@@ -247,7 +247,7 @@ fused_attention_operands<T, attention_problem<T>> fused_operands(const tensor<T>
 // wide (a thread's registers hold its rows) and batch axes the kernels index.
 template <class T>
 bool device_attention_fuses(const shape& batch, std::int64_t d, std::int64_t dv) {
-  return batch.size() <= cuda_max_axes && std::max(d, dv) <= 128 &&
+  return batch.size() <= cuda_max_axes && std::max(d, dv) <= device_attention_max_width &&
          cuda_attention_forward_slot<T>.load(std::memory_order_acquire) &&
          cuda_attention_backward_slot<T>.load(std::memory_order_acquire);
 }

@@ -254,17 +254,23 @@ TANDEM_DEVICE_UNROLL
   }
 }
 
+// The widest rows (d and dv) a thread holds in registers; wider heads run
+// the composed form (a thread of 256-wide rows spilled 4 KB of registers to
+// local memory, and its kernels doubled nvcc's time here).
+inline constexpr std::int64_t device_attention_max_width = 128;
+
 // Calls f with the narrowest register width that holds d and dv
-// (std::integral_constant: 32, 64 or 128); false where none does, and wider
-// heads run the composed form (a thread of 256-wide rows spilled 4 KB of
-// registers to local memory, and its kernels doubled nvcc's time here).
+// (std::integral_constant: 32, 64 or 128); both are at most
+// device_attention_max_width.
 template <class F>
-bool with_device_attention_width(std::int64_t d, std::int64_t dv, F&& f) {
+void with_device_attention_width(std::int64_t d, std::int64_t dv, F&& f) {
   const std::int64_t widest = d > dv ? d : dv;
-  if (widest <= 32) return f(std::integral_constant<std::int64_t, 32>{}), true;
-  if (widest <= 64) return f(std::integral_constant<std::int64_t, 64>{}), true;
-  if (widest <= 128) return f(std::integral_constant<std::int64_t, 128>{}), true;
-  return false;
+  if (widest <= 32)
+    f(std::integral_constant<std::int64_t, 32>{});
+  else if (widest <= 64)
+    f(std::integral_constant<std::int64_t, 64>{});
+  else
+    f(std::integral_constant<std::int64_t, device_attention_max_width>{});
 }
 
 }  // namespace tandem::detail
