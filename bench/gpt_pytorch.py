@@ -150,9 +150,12 @@ def step():
 
 for _ in range(5):
     step()
-start = time.perf_counter()
+times = []
 for _ in range(a.steps):
+    begun = time.perf_counter()
     step()
-seconds = time.perf_counter() - start
+    times.append(time.perf_counter() - begun)
+seconds, median = sum(times), sorted(times)[len(times) // 2]
 print(f"pytorch {'compile' if a.compile else 'eager'}: {a.steps * B * T / seconds:.0f} tokens/s, "
-      f"{seconds / a.steps * 1e3:.1f} ms/step ({a.threads} threads, torch {torch.__version__})")
+      f"{seconds / a.steps * 1e3:.1f} ms/step; median {median * 1e3:.1f} ms per step, {B * T / median:.0f} tokens/s "
+      f"({a.threads} threads, torch {torch.__version__})")

@@ -12,11 +12,14 @@
 //   ./tandem.sh demo --model gpt --minutes 2      # shorter
 //   ./tandem.sh demo --model gpt --mode eager     # train eagerly instead
 //   ./tandem.sh demo --model gpt --quick          # what ctest runs: seconds
+//   gpt --time-steps 30                           # the median time of a training step, then exit
+//                                                 # (bench/gpt_compare.py runs it beside PyTorch)
 #include <tandem/tandem.hpp>
 
 #include "gpt_corpus.hpp"
 #include "run_mode.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -38,6 +41,7 @@ struct settings {
   run_mode mode = run_mode::graph;
   std::string data = "build/data/kjv.txt";
   bool quick = false;
+  std::int64_t time_steps = 0;
 };
 
 // A model, its optimizer, schedule and training step in one mode.
@@ -87,7 +91,7 @@ double validation_loss(const model_type& model, const kjv::corpus& text, const s
 // Trains in mode m: `steps` steps, or for `seconds` when steps is 0. Prints
 // progress when `verbose`; returns each step's loss.
 std::vector<double> train(trainer& t, const kjv::corpus& text, const settings& s, std::int64_t steps, double seconds,
-                          bool verbose) {
+                          bool verbose, std::vector<double>* step_ms = nullptr) {
   set_mode(t.mode == run_mode::graph ? mode::graph : mode::eager);
   nn::train_step step(loss_of{&t.model}, t.optimizer, nn::clip_grad_norm(1.0));
   auto graph_step = jit(step);
@@ -97,7 +101,10 @@ std::vector<double> train(trainer& t, const kjv::corpus& text, const settings& s
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   while (steps > 0 ? static_cast<std::int64_t>(losses.size()) < steps : elapsed() < seconds) {
+    const auto begun = std::chrono::steady_clock::now();
     losses.push_back(t.step(text, s, eager_or_graph, captured));
+    if (step_ms)
+      step_ms->push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begun).count());
     const auto done = static_cast<std::int64_t>(losses.size());
     if (verbose && done % s.interval == 0) {
       t.model.eval();
@@ -114,6 +121,22 @@ std::vector<double> train(trainer& t, const kjv::corpus& text, const settings& s
   return losses;
 }
 
+// The median and fastest of `time_steps` training steps in the chosen mode
+// after five steps of warm-up (tracing, the plans' first runs): a step's
+// time without the intervals' validation, for comparing with PyTorch.
+void time_steps(const kjv::corpus& text, const settings& s) {
+  generator init(7);
+  trainer t(text, s, s.mode, 1000, init);
+  std::vector<double> ms;
+  train(t, text, s, 5 + s.time_steps, 0, false, &ms);
+  ms.erase(ms.begin(), ms.begin() + 5);
+  std::sort(ms.begin(), ms.end());
+  const double median = ms[ms.size() / 2];
+  std::cout << mode_name(s.mode) << " mode: " << std::fixed << std::setprecision(1) << median << " ms per step (median of "
+            << ms.size() << ", fastest " << ms.front() << "), " << std::setprecision(0)
+            << static_cast<double>(s.batch * s.context) / median * 1000 << " tokens/s\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -125,8 +148,9 @@ int main(int argc, char** argv) {
     else if (arg == "--data" && i + 1 < argc) s.data = argv[++i];
     else if (arg == "--mode" && i + 1 < argc && parse_mode(argv[i + 1])) s.mode = *parse_mode(argv[++i]);
     else if (arg == "--model" && i + 1 < argc && std::string(argv[i + 1]) == "gpt") ++i;
+    else if (arg == "--time-steps" && i + 1 < argc && std::atoi(argv[i + 1]) > 0) s.time_steps = std::atoi(argv[++i]);
     else {
-      std::cerr << "usage: gpt [--quick] [--minutes M] [--mode eager|graph|capture] [--data FILE]\n";
+      std::cerr << "usage: gpt [--quick] [--minutes M] [--mode eager|graph|capture] [--data FILE] [--time-steps N]\n";
       return 2;
     }
   }
@@ -150,6 +174,11 @@ int main(int argc, char** argv) {
             << " validation characters, vocabulary " << text.vocabulary() << ", " << num_threads() << " threads\n"
             << "4 pre-norm blocks, 4 heads, width 128, context " << s.context << ", batch " << s.batch
             << "; AdamW 1e-3, warmup 100 steps and a cosine to 1e-4, gradients clipped at 1.0\n";
+
+  if (s.time_steps > 0) {
+    time_steps(text, s);
+    return 0;
+  }
 
   // The three modes from one seed: the same steps, the same losses.
   std::cout << "\nthe first " << s.agreement_steps << " steps in each mode:\n";

@@ -119,12 +119,39 @@ TEST_CASE("a group that does not have the product's shape runs after the plain k
 
   tensor<float> batch = test::random_tensor<float>({3, 4, 5}, -1, 1, 11), vector = test::random_tensor<float>({5}, -1, 1, 12);
   auto any_rank = jit([](auto a, auto v) { return tanh(matmul(a, v)) * 2.0f; });
-  test::check_values(any_rank(batch, w), tanh(matmul(batch, w)) * 2.0f, "batched");
+  const tensor<float> across = batch.transpose(0, 1).contiguous().transpose(0, 1);
+  test::check_values(any_rank(across, w), tanh(matmul(across, w)) * 2.0f, "a batch whose rows do not fold");
   test::check_values(any_rank(x, vector), tanh(matmul(x, vector)) * 2.0f, "matrix times vector");
-  CHECK(counters_of(any_rank, batch, w).matmul_epilogues == 0);
+  const tensor<float> batched_w = test::random_tensor<float>({3, 5, 6}, -1, 1, 13);
+  test::check_values(any_rank(batch, batched_w), tanh(matmul(batch, batched_w)) * 2.0f, "a matrix per batch");
+  CHECK(counters_of(any_rank, across, w).matmul_epilogues == 0);
+  CHECK(counters_of(any_rank, batch, batched_w).matmul_epilogues == 0);
 
   auto positive = jit([](auto a, auto v) { return matmul(a, v) > 0.0f; });
   test::check_values(positive(x, w), matmul(x, w) > 0.0f, "a bool group");
+}
+
+TEST_CASE("a batch of rows against one matrix runs as one product with its group as the epilogue") {
+  // A layer on [B, T, K]: all B T rows in one GEMM, its bias and
+  // activation on each finished block; contiguous and a slice of the last
+  // axis (rows evenly apart), tail sizes; values, then gradients.
+  auto f = jit(dense_relu);
+  std::uint64_t seed = 30;
+  for (auto [batches, rows, k, n] : std::vector<std::array<std::int64_t, 4>>{
+           {2, 1, 1, 1}, {3, 7, 17, 5}, {2, 17, 7, 33}, {4, 0, 3, 2}, {3, 40, 70, 129}}) {
+    tensor<float> wide = test::random_tensor<float>({batches, rows, k + 3}, -1, 1, seed++);
+    tensor<float> w = test::random_tensor<float>({k, n}, -1, 1, seed++), b = test::random_tensor<float>({n}, -1, 1, seed++);
+    for (const tensor<float>& x : {wide.slice(2, 0, k).contiguous(), wide.slice(2, 2, k + 2)}) {
+      INFO(batches, "x", rows, "x", k, " x ", k, "x", n, x.is_contiguous() ? "" : ", x a slice");
+      tensor<float> got = f(x, w, b);
+      test::check_values(got, {batches, rows, n}, dense_relu_reference(x.reshape({-1, k}), w, b), "relu(x w + b)", 1e-4, 1e-4);
+      CHECK(counters_of(f, x, w, b).matmul_epilogues == 1);
+    }
+  }
+  auto layer = jit([](auto x, auto w, auto b) { return tanh(matmul(x, w) + b) * 0.5; });
+  test::check_gradients([&](const auto& v) { return sum(square(layer(v[0], v[1], v[2]))); },
+                        {test::away_from_zero({3, 4, 5}, 40), test::away_from_zero({5, 6}, 41), test::away_from_zero({6}, 42)},
+                        "tanh(x w + b) / 2, x [3, 4, 5]");
 }
 
 TEST_CASE("a matmul epilogue without gradients allocates only the group's output") {

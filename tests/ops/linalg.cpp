@@ -3,6 +3,7 @@
 // tiles, integer types, and the errors.
 
 #include "support/check.hpp"
+#include "support/gradcheck.hpp"
 
 using namespace tandem;
 using tandem::test::check_values;
@@ -60,6 +61,43 @@ TEST_CASE("1-d operands and batches broadcast as in NumPy") {
   auto mixed = matmul(tensor<std::int32_t>{{1, 2}}, tensor<float>{{0.5}, {0.25}});
   static_assert(std::is_same_v<decltype(mixed), tensor<float>>);
   CHECK(mixed.item() == 1.0f);
+}
+
+TEST_CASE("a batch of rows against one matrix: one product of all the rows, and the matrix's gradient") {
+  // x [B, T, K] times w [K, N] (a layer's weight) folds the batch into the
+  // rows when they lie evenly apart (contiguous, or a slice of the last
+  // axis); a transposed batch does not fold and runs a product per batch.
+  std::uint64_t seed = 40;
+  for (auto [batches, rows, k, n] : std::vector<std::array<std::int64_t, 4>>{
+           {2, 1, 1, 1}, {3, 7, 17, 5}, {2, 17, 7, 33}, {4, 0, 3, 2}, {5, 3, 0, 4}, {3, 40, 70, 129}}) {
+    tensor<double> wide = test::random_tensor<double>({batches, rows, k + 2}, -1, 1, seed++);
+    tensor<double> w = test::random_tensor<double>({k, n}, -1, 1, seed++);
+    tensor<double> across = test::random_tensor<double>({rows, batches, k}, -1, 1, seed++);
+    for (const tensor<double>& x : {wide.slice(2, 0, k).contiguous(), wide.slice(2, 1, k + 1), across.transpose(0, 1)}) {
+      const std::string what = std::to_string(batches) + "x" + std::to_string(rows) + "x" + std::to_string(k) + " x " +
+                               std::to_string(k) + "x" + std::to_string(n) + (x.is_contiguous() ? "" : ", x a view");
+      std::vector<double> want;
+      for (std::int64_t b = 0; b < batches; ++b) {
+        auto one = reference_matmul(x.take(0, b, 1).squeeze(0), w, rows, k, n);
+        want.insert(want.end(), one.begin(), one.end());
+      }
+      check_values(matmul(x, w), {batches, rows, n}, want, what, 1e-12, 1e-12);
+      for (auto& [layout, wv] : test::layouts(w)) check_values(matmul(x, wv), {batches, rows, n}, want, what + ", w " + layout, 1e-12, 1e-12);
+    }
+  }
+  test::check_gradients([](const auto& v) { return sum(square(matmul(v[0], v[1]))); },
+                        {test::away_from_zero({3, 5, 4}, 50), test::away_from_zero({4, 6}, 51)}, "matmul([3, 5, 4], [4, 6])");
+  test::check_gradients([](const auto& v) { return sum(square(matmul(v[0].transpose(0, 1), v[1]))); },
+                        {test::away_from_zero({5, 3, 4}, 52), test::away_from_zero({4, 6}, 53)},
+                        "matmul(a transposed batch, [4, 6])");
+  // The weight's gradient as one deep product equals the per-batch
+  // products summed.
+  tensor<double> x = test::random_tensor<double>({4, 9, 6}, -1, 1, 54), g = test::random_tensor<double>({4, 9, 3}, -1, 1, 55);
+  tensor<double> w = test::random_tensor<double>({6, 3}, -1, 1, 56).set_requires_grad(true);
+  matmul(x, w).backward(g);
+  tensor<double> want = zeros<double>({6, 3});
+  for (std::int64_t b = 0; b < 4; ++b) want = want + matmul(x.take(0, b, 1).squeeze(0).transpose(0, 1), g.take(0, b, 1).squeeze(0));
+  check_values(w.grad(), want, "the weight's gradient", 1e-12, 1e-12);
 }
 
 TEST_CASE("matmul mistakes name the shapes") {

@@ -71,8 +71,10 @@ inline void run_graph_now(node& root, const backward_context& context, capture_r
       auto at = std::find(capture->targets.begin(), capture->targets.end(), n);
       // Added to what backwards started inside this run found for it.
       if (at != capture->targets.end()) {
-        auto& result = capture->results[at - capture->targets.begin()];
+        const auto k = static_cast<std::size_t>(at - capture->targets.begin());
+        auto& result = capture->results[k];
         result = result ? n->pending_plus(*result) : n->pending();
+        if (k < capture->collected_only && n->is_leaf_accumulator()) return n->clear_pending();
       }
     }
     n->run(context);

@@ -23,10 +23,15 @@ namespace tandem {
 
 namespace detail {
 
-// Nodes whose gradient the caller wants back, and what they received.
+// Nodes whose gradient the caller wants back, and what they received. The
+// first `collected_only` targets are leaves that exist only to collect a
+// gradient (a static graph's stand-ins for an eager kernel's operands):
+// their gradient goes back to the caller and nowhere else, not into a
+// .grad that nothing reads (a copy of an activation-sized tensor each).
 struct capture_request {
   std::vector<node*> targets;
   std::vector<std::optional<any_gradient>> results;
+  std::size_t collected_only = 0;
 };
 
 // Runs body(context) under a capture of its own: set by capture.hpp once a
@@ -84,6 +89,7 @@ std::vector<std::optional<any_gradient>> backward_within_run(const tensor<T>& ou
   active_run* outer = current_run;
   capture_request request;
   request.targets = leaves;
+  request.collected_only = leaves.size();
   if (outer && outer->capture)
     request.targets.insert(request.targets.end(), outer->capture->targets.begin(), outer->capture->targets.end());
   request.results.resize(request.targets.size());

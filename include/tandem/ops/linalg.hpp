@@ -5,6 +5,7 @@
 // own strides, so transposed and sliced views are not copied; on a GPU,
 // cuBLAS does, through the same strides where it can.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -32,12 +33,30 @@ struct matmul_op {
     if (a.dim() == 1 && b.dim() == 1) g2 = g.reshape({1, 1});
     else if (a.dim() == 1) g2 = g.unsqueeze(-2);
     else if (b.dim() == 1) g2 = g.unsqueeze(-1);
-    if constexpr (I == 0) return sum_to(matmul(g2, b2.transpose(-1, -2)), a2.shape()).reshape(a.shape());
-    else return sum_to(matmul(a2.transpose(-1, -2), g2), b2.shape()).reshape(b.shape());
+    if constexpr (I == 0) {
+      return sum_to(matmul(g2, b2.transpose(-1, -2)), a2.shape()).reshape(a.shape());
+    } else {
+      // A matrix shared by every batch (a layer's weight): its gradient is
+      // one product as deep as all the batches' rows together, not a
+      // product per batch summed afterwards.
+      if (b2.dim() == 2 && a2.dim() > 2)
+        return matmul(a2.reshape({-1, a2.shape(-1)}).transpose(0, 1), g2.reshape({-1, g2.shape(-1)})).reshape(b.shape());
+      return sum_to(matmul(a2.transpose(-1, -2), g2), b2.shape()).reshape(b.shape());
+    }
   }
 };
 
 namespace detail {
+
+// Whether x's leading axes fold into its row axis (the one before last):
+// x is then a matrix of all its rows, read in place with the row axis's
+// stride.
+template <class T>
+bool rows_fold(const tensor<T>& x) {
+  for (std::int64_t axis = x.dim() - 3; axis >= 0; --axis)
+    if (x.shape(axis) != 1 && x.strides()[axis] != x.strides()[axis + 1] * x.shape(axis + 1)) return false;
+  return true;
+}
 
 // Where batch `index` (row-major over the batch axes) starts in a and in b.
 template <class T>
@@ -60,6 +79,14 @@ tensor<T> host_matmul(const tensor<T>& a, const tensor<T>& b, const shape& batch
                       std::int64_t k, const shape& out_shape) {
   tensor<T> out(out_shape);
   std::int64_t batches = numel(batch);
+  // One matrix against a batch whose rows fold together (x W for x [B, T,
+  // K]): one product of all the rows, which packs the matrix once.
+  const bool shared_b = std::all_of(b.strides().begin(), b.strides().end() - 2, [](std::int64_t s) { return s == 0; });
+  if (batches > 1 && shared_b && rows_fold(a)) {
+    gemm<T>(batches * m, n, k, {a.data(), a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]},
+            {b.data(), b.strides()[b.dim() - 2], b.strides()[b.dim() - 1]}, out.data(), n);
+    return out;
+  }
   auto run_one = [&](std::int64_t index) {
     auto [off_a, off_b] = batch_offsets(index, batch, a, b);
     gemm<T>(m, n, k, {a.data() + off_a, a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]},

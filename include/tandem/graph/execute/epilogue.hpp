@@ -12,8 +12,9 @@ namespace tandem::detail {
 // cache. In a run without gradients the product is written into the
 // group's output (when that has the product's type) and updated in place.
 // Returns the group's value, or nothing where the group must still run on
-// its own (operands that are not both 2-d; a group broadcasting the
-// product to a larger shape): the product is then the eager kernel's.
+// its own (a product other than of two matrices or of a batch of rows
+// and one matrix; a group broadcasting the product to a larger shape):
+// the product is then the eager kernel's.
 template <class Root, class Inputs, bool OnDevice>
 template <std::size_t At, class T, class Kernel, class P, class Operands>
 std::optional<tensor<T>> executor<Root, Inputs, OnDevice>::multiply_then_group(const Kernel& kernel, const product_operands<P>& product,
@@ -22,10 +23,13 @@ std::optional<tensor<T>> executor<Root, Inputs, OnDevice>::multiply_then_group(c
   ++counters_.eager_kernels;
   const tensor<P>& a = product.a;
   const tensor<P>& b = product.b;
-  bool fits = a.dim() == 2 && b.dim() == 2 && a.shape(1) == b.shape(0);
+  // A batch of rows against one matrix (x W for x [B, T, K]) is one
+  // product of all the rows, laid out as the batched product is.
+  bool fits = a.dim() >= 2 && b.dim() == 2 && a.shape(-1) == b.shape(0) && rows_fold(a);
   shape product_shape;
   if (fits) {
-    product_shape = {a.shape(0), b.shape(1)};
+    product_shape = a.shape();
+    product_shape.back() = b.shape(1);
     out_shape = extent_with<Kernel, At>(operands, product_shape);
     fits = out_shape == product_shape;
   }
@@ -53,7 +57,7 @@ std::optional<tensor<T>> executor<Root, Inputs, OnDevice>::multiply_then_group(c
           static_assert(std::is_same_v<row_signature<T, C, Kernel, T*, value_of_t_tensor<decltype(t)>...>,
                                        typename group_rows<Root, typename Kernel::group_class>::forward>,
                         "tandem internal: graph/execute/rows.hpp must name the row an epilogue runs");
-          const std::int64_t m = product_shape[0], n = product_shape[1];
+          const std::int64_t n = product_shape.back(), m = n == 0 ? 0 : numel(product_shape) / n;
           auto group = [&](const gemm_block& block) {
             if (block.cols == n)
               elementwise_range<T, C>(kernel, space, out.data() + block.row * n, bases, block.row * n,
@@ -62,7 +66,7 @@ std::optional<tensor<T>> executor<Root, Inputs, OnDevice>::multiply_then_group(c
               elementwise_block<T, C>(kernel, space, out.data(), bases, n, block.row, block.rows, block.col,
                                       block.cols);
           };
-          gemm<P>(m, n, a.shape(1), {a.data(), a.strides()[0], a.strides()[1]},
+          gemm<P>(m, n, a.shape(-1), {a.data(), a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]},
                   {b.data(), b.strides()[0], b.strides()[1]}, p.data(), n, group);
         },
         operands);
