@@ -211,29 +211,49 @@ std::int64_t visible_key_end(const attention_problem<T>& p, std::int64_t n, std:
 }
 
 // The blocks of a head that one block of queries [i0, i1) and keys [j0, j1)
-// form: the scaled scores, with every key a query does not see at -inf.
-// Returns whether any pair is visible.
+// form: the scaled scores (key_t holds the keys times the scale), with
+// every key a query does not see at -inf. Returns whether any pair is
+// visible.
 template <class T>
 bool attention_scores(const attention_problem<T>& p, std::int64_t n, std::int64_t i0, std::int64_t i1,
                       std::int64_t j0, std::int64_t j1, const T* key_t, T* scores) {
   constexpr std::int64_t bk = attention_key_block<T>();
   constexpr T minus_inf = -std::numeric_limits<T>::infinity();
   combine_rows(scores, bk, i1 - i0, bk, p.q + p.q_rows.at(n, i0), p.q_rows.row, 1, key_t, bk, p.d, false);
-  for (std::int64_t at = 0; at < (i1 - i0) * bk; ++at) scores[at] *= p.scale;
   const bool ragged = j1 - j0 < bk, future = p.causal && j1 > p.key_end(i0);
   if (!ragged && !future && !p.mask) return true;
   bool any = false;
   for (std::int64_t r = 0; r < i1 - i0; ++r) {
     T* s = scores + r * bk;
-    const std::int64_t end = std::min(j1, p.key_end(i0 + r));
-    const bool* m = p.mask ? p.mask + p.mask_head[n] + (i0 + r) * p.mask_row : nullptr;
-    for (std::int64_t c = 0; c < bk; ++c) {
-      const std::int64_t j = j0 + c;
-      if (j >= end || (m && !m[j * p.mask_column])) s[c] = minus_inf;
+    const std::int64_t seen = std::clamp<std::int64_t>(std::min(j1, p.key_end(i0 + r)) - j0, 0, bk);
+    std::fill(s + seen, s + bk, minus_inf);
+    if (p.mask) {
+      const bool* m = p.mask + p.mask_head[n] + (i0 + r) * p.mask_row + j0 * p.mask_column;
+      for (std::int64_t c = 0; c < seen; ++c)
+        if (!m[c * p.mask_column]) s[c] = minus_inf;
     }
-    for (std::int64_t c = 0; c < std::min(bk, end - j0) && !any; ++c) any = s[c] != minus_inf;
+    for (std::int64_t c = 0; c < seen && !any; ++c) any = s[c] != minus_inf;
   }
   return any;
+}
+
+// The largest of a block's scores and `from`.
+template <class T>
+TANDEM_ALWAYS_INLINE T block_max(const T* x, T from) {
+  constexpr std::int64_t bk = attention_key_block<T>();
+#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+  if constexpr (simd::supported<T>) {
+    using batch = simd::batch<T>;
+    constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
+    batch peak(from);
+    for (std::int64_t c = 0; c < bk; c += w) peak = xsimd::max(peak, simd::load(x + c));
+    alignas(sizeof(batch)) T lanes[w];
+    peak.store_aligned(lanes);
+    return *std::max_element(lanes, lanes + w);
+  }
+#endif
+  for (std::int64_t c = 0; c < bk; ++c) from = std::max(from, x[c]);
+  return from;
 }
 
 // Dropout applied to a block of probabilities: kept ones scaled by 1 / (1 - p).
@@ -250,21 +270,46 @@ void attention_drop(const attention_problem<T>& p, std::int64_t n, std::int64_t 
     }
 }
 
+// A block's row of score gradients from the probabilities' gradients dp
+// (in place): dS = P (dP - delta) scale.
+template <class T>
+TANDEM_ALWAYS_INLINE void softmax_gradient_row(T* dp, const T* probability, T delta, T scale) {
+  constexpr std::int64_t bk = attention_key_block<T>();
+#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+  if constexpr (simd::supported<T>) {
+    using batch = simd::batch<T>;
+    constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
+    const batch shift(delta), by(scale);
+    for (std::int64_t c = 0; c < bk; c += w)
+      simd::store(dp + c, simd::load(probability + c) * (simd::load(dp + c) - shift) * by);
+    return;
+  }
+#endif
+  for (std::int64_t c = 0; c < bk; ++c) dp[c] = probability[c] * (dp[c] - delta) * scale;
+}
+
 // Packs rows [j0, j1) of a head's keys or values (row j at x + j * stride):
-// transposed [width][bk] (for scores), and as rows padded to `padded` (for
-// dQ), zeros past j1.
+// transposed [width][bk] and times `factor` (for scores), and as rows
+// padded to `padded` (for dQ), zeros past j1.
 template <class T>
 void pack_block(const T* x, std::int64_t stride, std::int64_t width, std::int64_t j0, std::int64_t j1, T* transposed,
-                T* rows, std::int64_t padded) {
+                T factor, T* rows, std::int64_t padded) {
   constexpr std::int64_t bk = attention_key_block<T>();
+  const std::int64_t keys = j1 - j0;
   if (transposed) {
-    std::fill(transposed, transposed + width * bk, T(0));
-    for (std::int64_t c = 0; c < j1 - j0; ++c)
-      for (std::int64_t e = 0; e < width; ++e) transposed[e * bk + c] = x[(j0 + c) * stride + e];
+    for (std::int64_t c = 0; c < keys; ++c) {
+      const T* from = x + (j0 + c) * stride;
+      for (std::int64_t e = 0; e < width; ++e) transposed[e * bk + c] = from[e] * factor;
+    }
+    if (keys < bk)
+      for (std::int64_t e = 0; e < width; ++e) std::fill(transposed + e * bk + keys, transposed + (e + 1) * bk, T(0));
   }
   if (rows) {
-    std::fill(rows, rows + bk * padded, T(0));
-    for (std::int64_t c = 0; c < j1 - j0; ++c) std::copy_n(x + (j0 + c) * stride, width, rows + c * padded);
+    for (std::int64_t c = 0; c < keys; ++c) {
+      std::copy_n(x + (j0 + c) * stride, width, rows + c * padded);
+      std::fill(rows + c * padded + width, rows + (c + 1) * padded, T(0));
+    }
+    std::fill(rows + keys * padded, rows + bk * padded, T(0));
   }
 }
 
@@ -295,12 +340,12 @@ void attention_forward(const attention_problem<T>& p, T* out, const attention_ro
       const std::int64_t keys = visible_key_end(p, n, i0, i1, p.key_end(i1 - 1));
       for (std::int64_t j0 = 0; j0 < keys; j0 += bk) {
         const std::int64_t j1 = std::min(keys, j0 + bk);
-        pack_block(p.k + p.k_rows.at(n, 0), p.k_rows.row, p.d, j0, j1, s.key_t.data(), static_cast<T*>(nullptr), 0);
+        pack_block(p.k + p.k_rows.at(n, 0), p.k_rows.row, p.d, j0, j1, s.key_t.data(), p.scale, static_cast<T*>(nullptr), 0);
         // Rows of whole batches are read in place.
         const T* values = p.v + p.v_rows.at(n, j0);
         std::int64_t value_stride = p.v_rows.row;
         if (p.dv != dvp) {
-          pack_block(p.v + p.v_rows.at(n, 0), p.v_rows.row, p.dv, j0, j1, static_cast<T*>(nullptr),
+          pack_block(p.v + p.v_rows.at(n, 0), p.v_rows.row, p.dv, j0, j1, static_cast<T*>(nullptr), T(1),
                      s.value_rows.data(), dvp);
           values = s.value_rows.data();
           value_stride = dvp;
@@ -308,8 +353,7 @@ void attention_forward(const attention_problem<T>& p, T* out, const attention_ro
         if (!attention_scores(p, n, i0, i1, j0, j1, s.key_t.data(), s.scores.data())) continue;
         for (std::int64_t r = 0; r < rows; ++r) {
           T* sc = s.scores.data() + r * bk;
-          T peak = maximum[r];
-          for (std::int64_t c = 0; c < bk; ++c) peak = std::max(peak, sc[c]);
+          const T peak = block_max(sc, maximum[r]);
           if (peak == -inf) {
             // Nothing seen yet: the block adds nothing to the row.
             std::fill(sc, sc + bk, T(0));
@@ -387,8 +431,8 @@ void attention_backward(const attention_problem<T>& p, const attention_gradients
       std::fill(dq_rows.begin(), dq_rows.end(), T(0));
       for (std::int64_t j0 = 0; j0 < p.tk; j0 += bk) {
         const std::int64_t j1 = std::min(p.tk, j0 + bk), keys = j1 - j0;
-        pack_block(p.k + p.k_rows.at(n, 0), p.k_rows.row, p.d, j0, j1, s.key_t.data(), s.key_rows.data(), dp);
-        pack_block(p.v + p.v_rows.at(n, 0), p.v_rows.row, p.dv, j0, j1, s.value_t.data(), static_cast<T*>(nullptr), 0);
+        pack_block(p.k + p.k_rows.at(n, 0), p.k_rows.row, p.d, j0, j1, s.key_t.data(), p.scale, s.key_rows.data(), dp);
+        pack_block(p.v + p.v_rows.at(n, 0), p.v_rows.row, p.dv, j0, j1, s.value_t.data(), T(1), static_cast<T*>(nullptr), 0);
         std::fill(dk_rows.begin(), dk_rows.end(), T(0));
         std::fill(dv_rows.begin(), dv_rows.end(), T(0));
         // The first query that sees key j0 under the causal mask.
@@ -413,9 +457,7 @@ void attention_backward(const attention_problem<T>& p, const attention_gradients
           T* ds = s.scores.data();
           combine_rows(ds, bk, rows, bk, grows, dvp, 1, s.value_t.data(), bk, p.dv, false);
           if (p.dropout > 0) attention_drop(p, n, i0, rows, j0, ds);
-          for (std::int64_t r = 0; r < rows; ++r)
-            for (std::int64_t c = 0; c < bk; ++c)
-              ds[r * bk + c] = prob[r * bk + c] * (ds[r * bk + c] - delta[i0 + r]) * p.scale;
+          for (std::int64_t r = 0; r < rows; ++r) softmax_gradient_row(ds + r * bk, prob + r * bk, delta[i0 + r], p.scale);
           combine_rows(dq_rows.data() + i0 * dp, dp, rows, dp, ds, bk, 1, s.key_rows.data(), dp, keys, true);
           combine_rows(dk_rows.data(), dp, keys, dp, ds, 1, bk, qrows, dp, rows, true);
         }
