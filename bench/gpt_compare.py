@@ -5,6 +5,7 @@ both meet the same state of a shared machine: each round times tandem's step (ex
 torch.compile with --compile), and the ratio of their medians. Prints every round, then the
 median of the rounds' ratios. For comparison only (pip install torch).
 
+    ./tandem.sh demo --model gpt --time-steps 5    # builds examples/gpt and writes build/data/kjv.txt
     python3 bench/gpt_compare.py [--rounds 5] [--steps 30] [--threads 2] [--compile] [--mode graph]
 """
 import argparse, os, re, statistics, subprocess, sys
