@@ -137,8 +137,10 @@ TEST_CASE("a batch of rows against one matrix runs as one product with its group
   // axis (rows evenly apart), tail sizes; values, then gradients.
   auto f = jit(dense_relu);
   std::uint64_t seed = 30;
-  for (auto [batches, rows, k, n] : std::vector<std::array<std::int64_t, 4>>{
+  for (const auto& size : std::vector<std::array<std::int64_t, 4>>{
            {2, 1, 1, 1}, {3, 7, 17, 5}, {2, 17, 7, 33}, {4, 0, 3, 2}, {3, 40, 70, 129}}) {
+    // Named copies, not a structured binding: clang 14 cannot capture one in INFO.
+    const std::int64_t batches = size[0], rows = size[1], k = size[2], n = size[3];
     tensor<float> wide = test::random_tensor<float>({batches, rows, k + 3}, -1, 1, seed++);
     tensor<float> w = test::random_tensor<float>({k, n}, -1, 1, seed++), b = test::random_tensor<float>({n}, -1, 1, seed++);
     for (const tensor<float>& x : {wide.slice(2, 0, k).contiguous(), wide.slice(2, 2, k + 2)}) {
