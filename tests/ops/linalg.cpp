@@ -85,6 +85,11 @@ TEST_CASE("a batch of rows against one matrix: one product of all the rows, and 
       for (auto& [layout, wv] : test::layouts(w)) check_values(matmul(x, wv), {batches, rows, n}, want, what + ", w " + layout, 1e-12, 1e-12);
     }
   }
+  // An axis of one element whose stride (four blocks of [5, 6]) is not the
+  // span of the axes after it: the batches' rows are not evenly apart.
+  tensor<double> spaced = test::random_tensor<double>({3, 4, 5, 6}, -1, 1, 57).take(1, 0, 1, 4);
+  tensor<double> w6 = test::random_tensor<double>({6, 2}, -1, 1, 58);
+  check_values(matmul(spaced, w6), matmul(spaced.contiguous(), w6), "a [3, 1, 5, 6] view every fourth block", 1e-12, 1e-12);
   test::check_gradients([](const auto& v) { return sum(square(matmul(v[0], v[1]))); },
                         {test::away_from_zero({3, 5, 4}, 50), test::away_from_zero({4, 6}, 51)}, "matmul([3, 5, 4], [4, 6])");
   test::check_gradients([](const auto& v) { return sum(square(matmul(v[0].transpose(0, 1), v[1]))); },

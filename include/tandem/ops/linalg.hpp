@@ -53,8 +53,15 @@ namespace detail {
 // stride.
 template <class T>
 bool rows_fold(const tensor<T>& x) {
-  for (std::int64_t axis = x.dim() - 3; axis >= 0; --axis)
-    if (x.shape(axis) != 1 && x.strides()[axis] != x.strides()[axis + 1] * x.shape(axis + 1)) return false;
+  if (x.dim() < 2) return true;
+  // Axes of one element may have any stride: each other axis must step
+  // over the whole of the axes after it.
+  std::int64_t span = x.strides()[x.dim() - 2] * x.shape(x.dim() - 2);
+  for (std::int64_t axis = x.dim() - 3; axis >= 0; --axis) {
+    if (x.shape(axis) == 1) continue;
+    if (x.strides()[axis] != span) return false;
+    span *= x.shape(axis);
+  }
   return true;
 }
 
