@@ -14,6 +14,7 @@
 #include <tandem/tandem.hpp>
 
 #include "dist/same_on_every_rank.hpp"
+#include "support/check.hpp"
 
 using namespace tandem;
 using dist::reduce_op;
@@ -21,7 +22,7 @@ using dist::reduce_op_name;
 
 namespace {
 
-const std::vector<std::int64_t> sizes{0, 1, 7, 17, 1000003};
+const std::vector<std::int64_t> sizes{0, 1, 7, 17, test::largest_size};
 
 // Rank r's contribution at element i.
 double contribution(int r, std::int64_t i) { return std::sin(0.37 * static_cast<double>(i) + r) * (r + 1) + r; }

@@ -15,6 +15,7 @@
 #include <tandem/tandem.hpp>
 
 #include "dist/same_on_every_rank.hpp"
+#include "support/check.hpp"
 
 using namespace tandem;
 
@@ -61,7 +62,7 @@ const dist::strategy whole{};
 TEST_CASE("dist::shard: elementwise ops follow their operands' blocks, on sizes that hit SIMD tails") {
   const int ranks = dist::world_size();
   auto f = [](const auto& x, const auto& b) { return tandem::tanh(x * 2.0 + b) - x; };
-  for (std::int64_t per_rank : {0, 1, 7, 17, 1000003}) {
+  for (std::int64_t per_rank : {std::int64_t{0}, std::int64_t{1}, std::int64_t{7}, std::int64_t{17}, test::largest_size}) {
     CAPTURE(per_rank);
     const tensor<double> x = random_tensor({ranks * per_rank}, 1), b = random_tensor({}, 2);
     const tensor<double> want = f(x, b);

@@ -12,6 +12,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "support/check.hpp"
+
 namespace {
 
 using tandem::detail::output_writes;
@@ -57,7 +59,8 @@ void run_multiply_add(const std::vector<T>& x, const std::vector<T>& y, bool bro
 
 template <class T>
 void check_streaming_matches_cached() {
-  for (std::int64_t n : {0, 1, 7, 17, 511, 512, 2053, 70001, 1000003}) {
+  for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{7}, std::int64_t{17}, std::int64_t{511}, std::int64_t{512},
+                           std::int64_t{2053}, std::int64_t{70001}, tandem::test::largest_size}) {
     const std::vector<T> x = inputs<T>(n, T(0.37)), y = inputs<T>(n + 1, T(-0.11));
     for (bool broadcast : {false, true}) {
       // Outputs starting at every element of a line, and one past it.
@@ -90,7 +93,7 @@ TEST_CASE("streaming writes give the bits of cached writes, for any length and p
 TEST_CASE("streaming writes in place: the output is the first input (an optimizer's update)") {
   using namespace tandem::detail;
   const multiply_add_one op;
-  for (std::int64_t n : {17, 2053, 1000003}) {
+  for (std::int64_t n : {std::int64_t{17}, std::int64_t{2053}, tandem::test::largest_size}) {
     INFO("n = " << n);
     const std::vector<float> y = inputs<float>(n, 0.75f);
     std::vector<float> cached = inputs<float>(n + 3, 0.5f), streamed = cached;

@@ -18,7 +18,26 @@
 
 namespace tandem::test {
 
-inline const std::vector<std::int64_t> tail_sizes{0, 1, 7, 17, 33, 1000003};
+// The largest size runs every parallel path (several chunks of the
+// elementwise grain and of the reduction block). Under AddressSanitizer
+// (the sanitizer build compiles the tests at -O0, each of xsimd's helpers a
+// call) it is a tenth as large, with the same remainder modulo 1,024, so
+// the same SIMD tail at every vector width and unrolling: the same paths
+// at a tenth of the time.
+#if defined(__SANITIZE_ADDRESS__)
+#define TANDEM_TEST_UNDER_ADDRESS_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TANDEM_TEST_UNDER_ADDRESS_SANITIZER 1
+#endif
+#endif
+#ifdef TANDEM_TEST_UNDER_ADDRESS_SANITIZER
+inline constexpr std::int64_t largest_size = 99907;
+#else
+inline constexpr std::int64_t largest_size = 1000003;
+#endif
+
+inline const std::vector<std::int64_t> tail_sizes{0, 1, 7, 17, 33, largest_size};
 
 // Steps of `h = h * h + h` in the tests of deep graphs that read a value
 // twice per step. clang 14 looks up every operator on such a graph type in
