@@ -19,11 +19,11 @@
 namespace tandem::test {
 
 // The largest size runs every parallel path (several chunks of the
-// elementwise grain and of the reduction block). Under AddressSanitizer
-// (the sanitizer build compiles the tests at -O0, each of xsimd's helpers a
-// call) it is a tenth as large, with the same remainder modulo 1,024, so
-// the same SIMD tail at every vector width and unrolling: the same paths
-// at a tenth of the time.
+// elementwise grain and of the reduction block). Under AddressSanitizer,
+// where every access is checked and most tests run unoptimized, it is a
+// tenth as large, with the same remainder modulo 1,024, so the same SIMD
+// tail at every vector width and unrolling: the same paths at a tenth of
+// the time.
 #if defined(__SANITIZE_ADDRESS__)
 #define TANDEM_TEST_UNDER_ADDRESS_SANITIZER 1
 #elif defined(__has_feature)
