@@ -138,6 +138,7 @@ case "${1:-}" in
         *rnn_memory) args=(recompute) ;;
         *distributed) args=(mlp 2) ;;
         *sgemm_ratio) args=(1) ;;
+        *safetensors_load) args=(--benchmark_min_time=0.001 --file_mb=8) ;;
         *cuda*) continue ;;
         *) args=(--benchmark_min_time=0.001) ;;
       esac

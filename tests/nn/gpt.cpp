@@ -2,14 +2,18 @@
 // against PyTorch's on fixed weights (tests/nn/data, written by
 // bench/gpt_reference.py), eagerly and as a static graph; generation with
 // the key-value cache against full forwards, one plan for every position,
-// past the context, reproducible from the seed; its errors.
+// past the context, reproducible from the seed; its errors; a PyTorch
+// model's weights (nanoGPT's names and nn.Linear's layout, as safetensors)
+// loaded through a mapping, giving PyTorch's logits.
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
 
 #include "support/check.hpp"
+#include "tandem/io.hpp"
 
 using namespace tandem;
 
@@ -118,4 +122,36 @@ TEST_CASE("the GPT's loss and every gradient equal PyTorch's on fixed weights, e
       test::check_values(gradients[k], r.extents, r.values, names[k], 2e-3, 2e-3 * largest);
     }
   }
+}
+
+TEST_CASE("the GPT loads a PyTorch model's safetensors weights and gives its logits") {
+  const std::string folder = std::getenv("TANDEM_TEST_DATA");
+  generator gen(1);
+  nn::gpt<float, 2> model({.vocabulary = 11, .context = 8, .width = 8, .heads = 2}, gen);
+  model.eval();
+  // nanoGPT's names for nn::gpt's, and nn.Linear's [out, in] weights.
+  const std::pair<const char*, const char*> renamed[] = {
+      {"tokens", "wte"}, {"positions", "wpe"}, {"norm1", "ln_1"}, {"attention.qkv", "attn.c_attn"},
+      {"attention.proj", "attn.c_proj"}, {"norm2", "ln_2"}, {"fc", "mlp.c_fc"}, {"out", "mlp.c_proj"},
+      {"norm", "ln_f"}, {"head", "lm_head"}};
+  auto torch_name = [&](std::string name) {
+    if (name.starts_with("block")) name = "h." + name.substr(5);
+    for (const auto& [ours, theirs] : renamed) {
+      std::string part = std::string(".") + ours + ".";
+      if (auto at = ("." + name).find(part); at != std::string::npos) return name.replace(at, std::strlen(ours), theirs);
+    }
+    return name;
+  };
+  io::load_safetensors(folder + "/gpt_pytorch.safetensors", model,
+                       {.file_name = torch_name, .convert = [](const std::string& name, io::any_tensor t) -> io::any_tensor {
+                          bool linear = name.ends_with(".weight") && io::shape_of(t).size() == 2 &&
+                                        !name.starts_with("tokens") && !name.starts_with("positions");
+                          return linear ? io::any_tensor(io::as<float>(t).transpose(0, 1).contiguous()) : t;
+                        }});
+  io::named_tensors expected = io::load_npz(folder + "/gpt_pytorch_logits.npz");
+  tensor<float> logits = model(io::as<std::int64_t>(expected.at("tokens")));
+  tensor<double> want = io::as<double>(expected.at("logits"));
+  REQUIRE(logits.shape() == want.shape());
+  for (std::int64_t i = 0; i < want.numel(); ++i)
+    CHECK(logits.data()[i] == doctest::Approx(want.data()[i]).epsilon(1e-4).scale(1));
 }

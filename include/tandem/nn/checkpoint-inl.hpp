@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <random>
 #include <string>
 #include <variant>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "tandem/core/error.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/detail/crc32.hpp"
+#include "tandem/io/atomic_file.hpp"
 #include "tandem/nn/checkpoint.hpp"
 
 namespace tandem::nn {
@@ -107,30 +107,6 @@ TANDEM_LIBRARY_FUNCTION std::vector<std::pair<std::string, stored_tensor>> check
   return out;
 }
 
-TANDEM_LIBRARY_FUNCTION void write_file_atomically(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes) {
-  std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-  std::random_device entropy;
-  std::filesystem::path temporary =
-      folder / ("." + path.filename().string() + ".tmp-" + std::to_string(entropy()) + std::to_string(entropy()));
-  {
-    std::FILE* f = std::fopen(temporary.c_str(), "wb");
-    if (!f) throw io_error("tandem::nn::save: cannot create '" + temporary.string() + "'");
-    bool written = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size() && std::fflush(f) == 0;
-    bool closed = std::fclose(f) == 0;
-    if (!written || !closed) {
-      std::filesystem::remove(temporary);
-      throw io_error("tandem::nn::save: could not write '" + temporary.string() + "' (disk full?)");
-    }
-  }
-  std::error_code failure;
-  std::filesystem::rename(temporary, path, failure);
-  if (failure) {
-    std::filesystem::remove(temporary);
-    throw io_error("tandem::nn::save: could not rename the new checkpoint onto '" + path.string() +
-                   "': " + failure.message());
-  }
-}
-
 }  // namespace detail
 
 TANDEM_LIBRARY_FUNCTION void save(const std::filesystem::path& path, const module_base& model, const optimizer* opt) {
@@ -163,7 +139,7 @@ TANDEM_LIBRARY_FUNCTION void save(const std::filesystem::path& path, const modul
   file.put<std::uint64_t>(data.bytes.size());
   file.put_bytes(data.bytes.data(), data.bytes.size());
   file.put<std::uint32_t>(tandem::detail::crc32(file.bytes.data(), file.bytes.size()));
-  detail::write_file_atomically(path, file.bytes);
+  io::detail::write_file_atomically(path, file.bytes.data(), file.bytes.size(), "tandem::nn::save");
 }
 
 TANDEM_LIBRARY_FUNCTION void load(const std::filesystem::path& path, module_base& model, optimizer* opt) {
