@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "fuzz/fuzz_input.hpp"
-#include "tandem/io/npy.hpp"
+#include "tandem/io.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   auto path = tandem::fuzz::write_input(data, size, ".npy");

@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "fuzz/fuzz_input.hpp"
-#include "tandem/io/npz.hpp"
+#include "tandem/io.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   auto path = tandem::fuzz::write_input(data, size, ".npz");

@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "fuzz/fuzz_input.hpp"
-#include "tandem/io/safetensors.hpp"
+#include "tandem/io.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   auto path = tandem::fuzz::write_input(data, size, ".safetensors");

@@ -91,6 +91,7 @@ TEST_CASE("npy: every truncation, and each kind of bad header, is refused with i
       {"{'descr': '<f4', 'fortran_order': False, }", "without descr, fortran_order or shape"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999999999), }", "impossible shape"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", "needs 8"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (0, 100000000000000, 100000000000000), }", "impossible shape"},
   };
   for (const auto& [dict, why] : bad_headers) {
     test::put_file_bytes(path, header_of(dict));

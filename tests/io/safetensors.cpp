@@ -105,6 +105,7 @@ TEST_CASE("safetensors: every truncation of the header and each kind of bad layo
       {R"({"a":{"dtype":"F32","shape":[2]}})", "without dtype, shape or data_offsets"},
       {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", "twice"},
       {R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", "impossible shape"},
+      {R"({"a":{"dtype":"F32","shape":[0,1099511627776,1099511627776],"data_offsets":[0,0]}})", "impossible shape"},
       {R"({"__metadata__":{"k":1}})", "not a string"},
       {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}} x)", "text after"},
       {R"([1, 2])", "not a JSON object"},

@@ -102,3 +102,29 @@ TEST_CASE("state_dict: a missing, misshapen, mistyped or unused tensor is refuse
   io::load_state_dict(target, extra, {.allow_unused = true});
   check_same(source, target);
 }
+
+TEST_CASE("state_dict: a truncated or corrupted module file is refused and the model left as it was") {
+  generator gen(8), other(9);
+  stored_model saved(gen), target(other);
+  auto path = test::scratch_file("module_cut.safetensors");
+  io::save_safetensors(path, saved);
+  const auto bytes = test::file_bytes(path);
+  const auto before = target.fc.weight.to_vector();
+  for (std::size_t n = 0; n < bytes.size(); n += 7) {
+    test::put_file_bytes(path, std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n)));
+    CHECK_THROWS_AS(io::load_safetensors(path, target), io_error);
+    CHECK(target.fc.weight.to_vector() == before);
+  }
+}
+
+TEST_CASE("state_dict: a source that shares the model's own memory loads as if copied first") {
+  generator gen(10);
+  stored_model model(gen);
+  model.running.fill(0.25f);
+  const auto bias = model.fc.bias.to_vector(), running = model.running.to_vector();
+  io::named_tensors swapped = io::state_dict(model);
+  std::swap(swapped.at("fc.bias"), swapped.at("running"));
+  io::load_state_dict(model, swapped);
+  CHECK(model.fc.bias.to_vector() == running);
+  CHECK(model.running.to_vector() == bias);
+}

@@ -1,6 +1,8 @@
 #pragma once
 // atomic_file's definitions (io/atomic_file.hpp).
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <random>
 #include <system_error>
@@ -47,7 +49,9 @@ TANDEM_LIBRARY_FUNCTION void atomic_file::pad_to(std::size_t alignment) {
 }
 
 TANDEM_LIBRARY_FUNCTION void atomic_file::commit() {
-  bool flushed = std::fflush(file_) == 0;
+  // On disk before the rename: after a power loss the target is the old
+  // file or the whole new one, never an empty one.
+  bool flushed = std::fflush(file_) == 0 && ::fsync(::fileno(file_)) == 0;
   bool closed = std::fclose(file_) == 0;
   file_ = nullptr;
   std::error_code failure;

@@ -22,6 +22,10 @@ class parser {
 
  private:
   static constexpr int max_depth = 64;
+  // Each value costs about 100 bytes parsed: a corrupt header of many tiny
+  // values cannot take more than about 800 MB. A model of 100,000 tensors
+  // has about a million.
+  static constexpr std::size_t max_values = std::size_t{8} << 20;
 
   [[noreturn]] void malformed(const char* what) {
     throw fail_(std::string("has a malformed JSON header (") + what + " at byte " + std::to_string(at_) + ")");
@@ -45,6 +49,7 @@ class parser {
 
   json_value value(int depth) {
     if (depth > max_depth) malformed("values nested too deeply");
+    if (++values_ > max_values) malformed("more than 8 million values");
     space();
     if (at_ >= text_.size()) malformed("a missing value");
     json_value v;
@@ -56,13 +61,13 @@ class parser {
       if (take('}')) return v;
       do {
         space();
-        std::string key = string();
+        v.keys.push_back(string());
         expect(':', "a missing ':'");
-        v.members.emplace_back(std::move(key), value(depth + 1));
+        v.items.push_back(value(depth + 1));
       } while (take(','));
       expect('}', "a missing '}'");
-      for (const auto& member : v.members)
-        if (!keys.insert(member.first).second) throw fail_("has the key '" + member.first + "' twice in its JSON header");
+      for (const std::string& key : v.keys)
+        if (!keys.insert(key).second) throw fail_("has the key '" + key + "' twice in its JSON header");
     } else if (c == '[') {
       ++at_;
       v.type = json_value::kind::array;
@@ -179,7 +184,7 @@ class parser {
   }
 
   std::string_view text_;
-  std::size_t at_ = 0;
+  std::size_t at_ = 0, values_ = 0;
   const json_failure& fail_;
 };
 

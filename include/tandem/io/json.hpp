@@ -1,7 +1,7 @@
 #pragma once
 // A strict JSON reader and string writer for file headers (safetensors'):
-// RFC 8259 values, nested at most 64 deep, strings' escapes decoded to
-// UTF-8. Numbers keep their text; what a format needs of them (an unsigned
+// RFC 8259 values, nested at most 64 deep, at most 8 million of them,
+// strings' escapes decoded to UTF-8. Numbers keep their text; what a format needs of them (an unsigned
 // integer) it asks for, and anything else is refused there. A malformed
 // text throws io_error through the reader's `fail`.
 
@@ -23,8 +23,10 @@ struct json_value {
   kind type = kind::null;
   bool truth = false;
   std::string text;  // a string's value, or a number's digits
+  // An array's elements, or an object's values, in order; an object's
+  // keys[k] names items[k] (no key twice).
   std::vector<json_value> items;
-  std::vector<std::pair<std::string, json_value>> members;  // in order, duplicates refused
+  std::vector<std::string> keys;
 };
 
 using json_failure = std::function<io_error(const std::string&)>;

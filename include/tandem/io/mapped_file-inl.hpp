@@ -20,7 +20,9 @@ TANDEM_LIBRARY_FUNCTION std::shared_ptr<mapped_file> mapped_file::open(const std
   auto fail = [&](const std::string& why) {
     return io_error(std::string(op) + ": cannot read '" + path.string() + "': " + why);
   };
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking: opening a FIFO must not wait for a writer before the
+  // check below refuses it.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw fail(std::strerror(errno));
   struct stat status {};
   if (::fstat(fd, &status) != 0) {

@@ -158,8 +158,10 @@ class npy_dict_reader {
       }
       if (digits == 0) throw fail_("has a malformed shape in its header");
       if (at_ < text_.size() && text_[at_] == 'L') ++at_;
+      // The product of the nonzero extents: an empty array's other axes
+      // still make strides, which must not overflow.
       if (length > 0 && elements > (std::uint64_t{1} << 48) / length) throw fail_("has an impossible shape");
-      elements *= length;
+      if (length > 0) elements *= length;
       extent_.push_back(static_cast<std::int64_t>(length));
       if (extent_.size() > 64) throw fail_("has more than 64 axes");
       if (!peek(')')) expect(',');
@@ -182,11 +184,12 @@ any_tensor npy_values(const std::uint8_t* data, const tandem::shape& extent, boo
   tensor<T> out(stored);
   std::size_t n = static_cast<std::size_t>(out.numel());
   auto* bytes = reinterpret_cast<std::uint8_t*>(out.data());
+  if (n > 0) std::memcpy(bytes, data, n * sizeof(T));
+  // Checked in the copy: the mapped file may change under a check of its own.
   if constexpr (std::is_same_v<T, bool>) {
     for (std::size_t i = 0; i < n; ++i)
-      if (data[i] > 1) throw fail("holds a bool that is neither 0 nor 1");
+      if (bytes[i] > 1) throw fail("holds a bool that is neither 0 nor 1");
   }
-  if (n > 0) std::memcpy(bytes, data, n * sizeof(T));
   if (swap && sizeof(T) > 1)
     for (std::size_t i = 0; i < n; ++i) std::reverse(bytes + i * sizeof(T), bytes + (i + 1) * sizeof(T));
   if (!fortran_order || extent.size() < 2) return out;

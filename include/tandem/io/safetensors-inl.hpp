@@ -41,18 +41,21 @@ template <class T>
 any_tensor mapped_tensor(const std::shared_ptr<mapped_file>& file, std::uint8_t* data, const tandem::shape& extent,
                          const std::function<io_error(const std::string&)>& fail) {
   std::size_t n = static_cast<std::size_t>(tandem::numel(extent));
-  if constexpr (std::is_same_v<T, bool>) {
-    for (std::size_t i = 0; i < n; ++i)
-      if (data[i] > 1) throw fail("holds a BOOL that is neither 0 nor 1");
-  }
   if (n == 0) return tensor<T>(extent);
-  if (reinterpret_cast<std::uintptr_t>(data) % alignof(T) == 0) {
+  // Bools are copied and checked in the copy: a view of the mapping could
+  // change with the file after the check.
+  if (!std::is_same_v<T, bool> && reinterpret_cast<std::uintptr_t>(data) % alignof(T) == 0) {
     auto storage = std::make_shared<tandem::detail::storage>(static_cast<void*>(data), n * sizeof(T),
                                                              [keep = file](void*) {});
     return tensor<T>(std::move(storage), extent, tandem::detail::contiguous_strides(extent), 0);
   }
   tensor<T> copy(extent);
   std::memcpy(static_cast<void*>(copy.data()), data, n * sizeof(T));
+  if constexpr (std::is_same_v<T, bool>) {
+    const auto* copied = reinterpret_cast<const std::uint8_t*>(copy.data());
+    for (std::size_t i = 0; i < n; ++i)
+      if (copied[i] > 1) throw fail("holds a BOOL that is neither 0 nor 1");
+  }
   return copy;
 }
 
@@ -100,6 +103,8 @@ TANDEM_LIBRARY_FUNCTION void save_safetensors(const std::filesystem::path& path,
   }
   header += "}";
   header.append((8 - header.size() % 8) % 8, ' ');
+  if (header.size() > detail::safetensors_max_header)
+    throw value_error("tandem::io::save_safetensors: the header would exceed the format's 100 MB");
   std::uint8_t length[8];
   for (int b = 0; b < 8; ++b) length[b] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(header.size()) >> (8 * b));
   detail::atomic_file file(path, "tandem::io::save_safetensors");
@@ -131,22 +136,25 @@ TANDEM_LIBRARY_FUNCTION safetensors_file::safetensors_file(const std::filesystem
   if (root.type != detail::json_value::kind::object) throw fail("has a header that is not a JSON object");
   using kind = detail::json_value::kind;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
-  for (const auto& [name, info] : root.members) {
+  for (std::size_t k = 0; k < root.keys.size(); ++k) {
+    const std::string& name = root.keys[k];
+    const detail::json_value& info = root.items[k];
     if (name == "__metadata__") {
       if (info.type != kind::object) throw fail("has a __metadata__ that is not an object");
-      for (const auto& [key, value] : info.members) {
-        if (value.type != kind::string) throw fail("has __metadata__ '" + key + "' that is not a string");
-        metadata_[key] = value.text;
+      for (std::size_t m = 0; m < info.keys.size(); ++m) {
+        if (info.items[m].type != kind::string) throw fail("has __metadata__ '" + info.keys[m] + "' that is not a string");
+        metadata_[info.keys[m]] = info.items[m].text;
       }
       continue;
     }
     std::string quoted = "'" + name + "'";
     if (info.type != kind::object) throw fail("describes " + quoted + " with something other than an object");
     const detail::json_value *dtype = nullptr, *extent = nullptr, *offsets = nullptr;
-    for (const auto& [key, value] : info.members) {
-      if (key == "dtype") dtype = &value;
-      else if (key == "shape") extent = &value;
-      else if (key == "data_offsets") offsets = &value;
+    for (std::size_t f = 0; f < info.keys.size(); ++f) {
+      const std::string& key = info.keys[f];
+      if (key == "dtype") dtype = &info.items[f];
+      else if (key == "shape") extent = &info.items[f];
+      else if (key == "data_offsets") offsets = &info.items[f];
       else throw fail("describes " + quoted + " with an unknown field '" + key + "'");
     }
     if (!dtype || !extent || !offsets) throw fail("describes " + quoted + " without dtype, shape or data_offsets");
@@ -156,10 +164,13 @@ TANDEM_LIBRARY_FUNCTION safetensors_file::safetensors_file(const std::filesystem
     if (extent->type != kind::array || extent->items.size() > 64) throw fail("gives " + quoted + " a shape that is not a list of at most 64 extents");
     if (offsets->type != kind::array || offsets->items.size() != 2) throw fail("gives " + quoted + " data_offsets that are not [begin, end]");
     stored e{dtype->text, {}, 0, 0};
-    std::uint64_t elements = 1;
+    // The product of the nonzero extents is bounded too: an empty tensor's
+    // other axes still make strides, which must not overflow.
+    std::uint64_t elements = 1, nonzero = 1;
     for (const auto& item : extent->items) {
       std::uint64_t n = detail::json_unsigned(item, fail, "an extent of " + quoted);
-      if (n > 0 && elements > (std::uint64_t{1} << 48) / n) throw fail("gives " + quoted + " an impossible shape");
+      if (n > 0 && nonzero > (std::uint64_t{1} << 48) / n) throw fail("gives " + quoted + " an impossible shape");
+      if (n > 0) nonzero *= n;
       elements *= n;
       e.extent.push_back(static_cast<std::int64_t>(n));
     }

@@ -2,8 +2,10 @@
 // safetensors files (Hugging Face's weight format): an 8-byte little-endian
 // header length, a JSON header naming each tensor's dtype, shape and byte
 // range, and the data. Of its dtypes tandem reads and writes BOOL, I32, I64,
-// F32 and F64; a file may hold others (F16, BF16, U8...), which are listed
-// and refused by name only when asked for.
+// F32 and F64; a file may hold the format's others (F16, BF16, U8, I8, I16,
+// U16, U32, U64, F8_E4M3, F8_E5M2), which are listed and refused by name
+// only when asked for. A dtype the format does not define refuses the file
+// (its tensors' sizes cannot be checked).
 //
 // Opening a file maps it (io/mapped_file.hpp) and checks the whole header
 // before any tensor is read: a header of at most 100 MB that is one JSON
@@ -12,7 +14,8 @@
 // format requires. A bad file throws io_error naming the file and the
 // fault. A tensor whose data is aligned for its type is returned as a view
 // of the mapping (zero-copy; a write to it copies the page and never
-// reaches the file); others are copied.
+// reaches the file); others, and BOOL tensors (checked to be 0 or 1 in
+// the copy), are copied.
 //
 // Writing is atomic; tensors are laid out widest type first, then by name,
 // so that each is aligned for zero-copy loading, and the header is padded

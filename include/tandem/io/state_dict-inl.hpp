@@ -19,6 +19,9 @@ TANDEM_LIBRARY_FUNCTION void load_named(nn::module_base& model, const std::vecto
                                         const weight_mapping& mapping, const std::string& op, const std::string& where) {
   std::vector<nn::named_tensor> wanted = model.named_parameters();
   for (auto& b : model.named_buffers()) wanted.push_back(std::move(b));
+  std::set<const void*> model_storages;
+  for (const nn::named_tensor& target : wanted)
+    std::visit([&](const auto& t) { model_storages.insert(t.storage().get()); }, target.value);
   std::vector<any_tensor> staged;
   std::set<std::string> used;
   for (const nn::named_tensor& target : wanted) {
@@ -38,6 +41,14 @@ TANDEM_LIBRARY_FUNCTION void load_named(nn::module_base& model, const std::vecto
           if (shape_of(value) != t.shape())
             throw shape_error(op + ": '" + name + "' in " + where + " has shape " + to_string(shape_of(value)) +
                               ", the model's '" + target.name + "' " + to_string(t.shape()));
+          // Staged as the write will read it: on the parameter's device, and
+          // a copy where it shares memory with any of the model's tensors
+          // (a permuting mapping, a source taken from state_dict), so that
+          // no write below changes a value another one reads.
+          tensor<T> ready = std::get<tensor<T>>(value);
+          if (ready.device() != t.device()) ready = ready.to(t.device());
+          else if (model_storages.count(ready.storage().get())) ready = ready.clone();
+          value = std::move(ready);
         },
         target.value);
     staged.push_back(std::move(value));

@@ -24,6 +24,18 @@ inline constexpr std::uint32_t zip_no_32 = 0xFFFFFFFF;
 // back-references: 258 bytes from 2 bits, i.e. 1,032 bytes per byte).
 inline constexpr std::uint64_t deflate_max_ratio = 1032;
 
+#ifndef TANDEM_NO_ZLIB
+// Ends a zlib stream however its scope is left.
+struct zlib_stream_end {
+  z_stream* stream;
+  int (*end)(z_stream*);
+  zlib_stream_end(z_stream* s, int (*e)(z_stream*)) : stream(s), end(e) {}
+  zlib_stream_end(const zlib_stream_end&) = delete;
+  zlib_stream_end& operator=(const zlib_stream_end&) = delete;
+  ~zlib_stream_end() { end(stream); }
+};
+#endif
+
 // Little-endian fields of a byte range, each read checked against its end.
 class zip_fields {
  public:
@@ -140,16 +152,14 @@ TANDEM_LIBRARY_FUNCTION std::vector<zip_entry> zip_entries(const std::uint8_t* b
     while (extra.position() + 4 <= extra_begin + extra_length) {
       auto id = extra.get<std::uint16_t>("an extra field");
       auto length = extra.get<std::uint16_t>("an extra field");
-      if (id != 0x0001) {
-        extra.skip(length, "an extra field");
-        continue;
-      }
-      zip_fields z64(bytes, extra.position(), extra.position() + length, fail);
+      std::uint64_t field = extra.position();
+      extra.skip(length, "an extra field");
+      if (id != 0x0001) continue;
+      zip_fields z64(bytes, field, field + length, fail);
       if (e.size == zip_no_32) e.size = z64.get<std::uint64_t>("a ZIP64 field");
       if (e.compressed_size == zip_no_32) e.compressed_size = z64.get<std::uint64_t>("a ZIP64 field");
       if (header_offset == zip_no_32) header_offset = z64.get<std::uint64_t>("a ZIP64 field");
       if (start_disk == 0xFFFF) start_disk = static_cast<std::uint16_t>(z64.get<std::uint32_t>("a ZIP64 field"));
-      extra.skip(length, "an extra field");
     }
     std::string quoted = "entry '" + e.name + "'";
     if (start_disk != 0) throw fail("is a multi-disk archive");
@@ -186,10 +196,12 @@ TANDEM_LIBRARY_FUNCTION std::vector<std::uint8_t> zip_contents(const std::uint8_
 #ifdef TANDEM_NO_ZLIB
     throw fail("is deflated, and this tandem was built without zlib (TANDEM_NO_ZLIB)");
 #else
-    out.resize(static_cast<std::size_t>(entry.size));
     z_stream stream{};
     if (inflateInit2(&stream, -MAX_WBITS) != Z_OK) throw fail("could not be inflated (zlib would not start)");
+    zlib_stream_end ending{&stream, inflateEnd};
     // zlib counts in 32-bit units: feed and drain at most 1 GiB at a time.
+    // The output grows as inflate fills it, up to the declared size, so
+    // that a corrupt size costs memory only as far as the data goes.
     constexpr std::uint64_t step = std::uint64_t{1} << 30;
     std::uint64_t consumed = 0, produced = 0;
     std::uint8_t spare = 0;
@@ -203,7 +215,9 @@ TANDEM_LIBRARY_FUNCTION std::vector<std::uint8_t> zip_contents(const std::uint8_
         consumed += n;
       }
       if (stream.avail_out == 0 && produced < entry.size) {
-        std::uint64_t n = std::min(step, entry.size - produced);
+        std::uint64_t grown = std::min<std::uint64_t>(entry.size, std::max<std::uint64_t>(2 * out.size(), 1 << 20));
+        out.resize(static_cast<std::size_t>(grown));
+        std::uint64_t n = std::min(step, grown - produced);
         stream.next_out = out.data() + produced;
         stream.avail_out = static_cast<uInt>(n);
         produced += n;
@@ -213,7 +227,6 @@ TANDEM_LIBRARY_FUNCTION std::vector<std::uint8_t> zip_contents(const std::uint8_
     }
     bool ended = status == Z_STREAM_END && produced - stream.avail_out == entry.size &&
                  consumed - stream.avail_in == entry.compressed_size;
-    inflateEnd(&stream);
     if (!ended) throw fail("is corrupt (its deflated data does not inflate to its declared size)");
 #endif
   }
@@ -226,6 +239,13 @@ namespace zip_write {
 template <class T>
 void put(std::vector<std::uint8_t>& out, T value) {
   for (std::size_t b = 0; b < sizeof(T); ++b) out.push_back(static_cast<std::uint8_t>(static_cast<std::uint64_t>(value) >> (8 * b)));
+}
+
+// Bit 11: the name is UTF-8 (without it, readers take it as code page 437).
+inline std::uint16_t utf8_name_flag(const std::string& name) {
+  for (char c : name)
+    if (static_cast<unsigned char>(c) >= 0x80) return 0x0800;
+  return 0;
 }
 
 // 1980-01-01 00:00, the earliest DOS date: archives are reproducible.
@@ -245,6 +265,7 @@ TANDEM_LIBRARY_FUNCTION void zip_writer::add(const std::string& name, const std:
     z_stream stream{};
     if (deflateInit2(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
       throw io_error("tandem::io::save_npz: zlib would not start");
+    zlib_stream_end ending{&stream, deflateEnd};
     packed.resize(deflateBound(&stream, static_cast<uLong>(contents.size())) + 64);
     constexpr std::uint64_t step = std::uint64_t{1} << 30;
     std::uint64_t consumed = 0, produced = 0;
@@ -264,23 +285,20 @@ TANDEM_LIBRARY_FUNCTION void zip_writer::add(const std::string& name, const std:
         produced += n;
       }
       status = ::deflate(&stream, consumed == contents.size() ? Z_FINISH : Z_NO_FLUSH);
-      if (status == Z_STREAM_ERROR) {
-        deflateEnd(&stream);
-        throw io_error("tandem::io::save_npz: zlib failed to compress '" + name + "'");
-      }
+      if (status == Z_STREAM_ERROR) throw io_error("tandem::io::save_npz: zlib failed to compress '" + name + "'");
     }
     packed.resize(produced - stream.avail_out);
-    deflateEnd(&stream);
     e.compressed_size = packed.size();
 #endif
   }
   const std::vector<std::uint8_t>& data = deflate ? packed : contents;
   std::uint64_t offset = out_.written();
   bool wide = e.size >= zip_no_32 || e.compressed_size >= zip_no_32;
+  std::uint16_t flags = zip_write::utf8_name_flag(name);
   std::vector<std::uint8_t> header;
   put<std::uint32_t>(header, zip_local_signature);
   put<std::uint16_t>(header, wide ? 45 : 20);
-  put<std::uint16_t>(header, 0);
+  put<std::uint16_t>(header, flags);
   put<std::uint16_t>(header, e.method);
   put<std::uint16_t>(header, zip_write::dos_time);
   put<std::uint16_t>(header, zip_write::dos_date);
@@ -317,7 +335,7 @@ TANDEM_LIBRARY_FUNCTION void zip_writer::finish() {
     put<std::uint32_t>(directory, zip_central_signature);
     put<std::uint16_t>(directory, wide ? 45 : 20);
     put<std::uint16_t>(directory, wide ? 45 : 20);
-    put<std::uint16_t>(directory, 0);
+    put<std::uint16_t>(directory, zip_write::utf8_name_flag(e.name));
     put<std::uint16_t>(directory, e.method);
     put<std::uint16_t>(directory, zip_write::dos_time);
     put<std::uint16_t>(directory, zip_write::dos_date);
