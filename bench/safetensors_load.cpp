@@ -3,9 +3,11 @@
 // (bench/safetensors_load.py runs both and prints one table):
 //   open           safetensors_file(path).all(): the header checked and
 //                  every tensor a view of the mapping (zero-copy)
-//   open_and_sum   the same, then every element read (the pages faulted in)
-//   read_and_sum   the limit for a loader that copies: the whole file read
-//                  into memory with read(2), then every element summed
+//   open_and_sum   the same, then every tensor summed by tandem::sum (the
+//                  pages faulted in)
+//   read_and_sum   a loader that copies, by hand: the whole file read into
+//                  memory with read(2), then every element summed in one
+//                  thread
 //
 //   ./build/release/bench/bench_safetensors_load [--file=PATH] [--file_mb=500]
 // Without --file it writes its own under the temporary folder (and keeps it).
@@ -39,7 +41,8 @@ void make_file() {
   io::save_safetensors(file_path, tensors);
 }
 
-// Every element read, in 16 independent sums that the compiler vectorizes.
+// Every element read in one thread, in 16 independent sums that the
+// compiler vectorizes.
 float sum_floats(const float* p, std::size_t n) {
   float lanes[16] = {};
   std::size_t i = 0;
@@ -51,12 +54,10 @@ float sum_floats(const float* p, std::size_t n) {
   return s;
 }
 
+// Every element read by tandem's sum (on its threads, as PyTorch's is).
 double sum_of(const io::named_tensors& tensors) {
   double total = 0;
-  for (const auto& [name, t] : tensors) {
-    const tensor<float>& f = std::get<tensor<float>>(t);
-    total += sum_floats(f.data(), static_cast<std::size_t>(f.numel()));
-  }
+  for (const auto& [name, t] : tensors) total += sum(std::get<tensor<float>>(t)).item();
   return total;
 }
 
