@@ -1,6 +1,6 @@
 // capture(fn) beside eager tandem and jit, in one binary; the functions are
 // the same eager code (tensor<float> in, tensor<float> out) run three ways:
-//   tanh_chain_*  issue 15's 8-op chain with a tanh over 16M floats;
+//   tanh_chain_*  the 8-op chain with a tanh (chain.hpp) over 16M floats;
 //   gradient_*    d/dx and d/dy of sum(tanh(x*y + x)*y) over 4M floats;
 //   column_sum_*  sum(tanh(x*y + x)*y, {0}) over 1024 x 4096 floats (a
 //                 reduction over the leading axis);

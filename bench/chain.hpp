@@ -27,8 +27,7 @@ auto chain(const X& x) {
   return (((x * 1.5f + 0.5f) * x - 2.0f) * x + 1.0f) * (x - 0.25f);
 }
 
-// The chain of issue 15, with a tanh and a square of a value that holds
-// scalars. `tanh_of` is tandem::tanh, xsimd::tanh or Eigen's member.
+// A chain with a tanh and a square of a value that holds scalars. `tanh_of` is tandem::tanh, xsimd::tanh or Eigen's member.
 template <class X, class Tanh>
 auto tanh_chain(const X& x, Tanh tanh_of) {
   auto a = x + x;

@@ -9,7 +9,7 @@
 //   ./build/release/bench/bench_sgemm_ratio [rounds]                          # AVX-512 where the CPU has it
 //   TANDEM_ISA=avx2 OPENBLAS_CORETYPE=Haswell ./build/release/bench/bench_sgemm_ratio  # both on AVX2
 //
-// Shapes: issue 15's four, the MLP's hidden layer's backward G W^T (B a
+// Shapes: the static-graph benchmarks' four, the MLP's hidden layer's backward G W^T (B a
 // transposed view) and its last layer's weight gradient H^T G (A a
 // transposed view, 10 columns).
 #include <algorithm>

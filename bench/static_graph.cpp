@@ -5,12 +5,12 @@
 //               fresh tensor, and `into` a buffer allocated once, as the
 //               hand loop and Eigen write), tandem eager, Eigen's Tensor
 //               module (when libeigen3-dev is installed);
-//   tanh_chain_*  issue 15's chain, `h = tanh(...) * x - 0.25; h * h`, over
+//   tanh_chain_*  the tanh chain (chain.hpp), `h = tanh(...) * x - 0.25; h * h`, over
 //               16M floats: hand loop (xsimd batches and the tanh tandem's
 //               kernels use), tandem static (fresh tensor and `into`), Eigen;
 //   gradient_*  d/dx and d/dy of sum(f(x, y)) for a 6-op elementwise f:
 //               hand fused adjoint loop, tandem static, tandem eager;
-//               gradient_tanh_* the same for issue 15's sum(tanh(x*y+x)*y)
+//               gradient_tanh_* the same for sum(tanh(x*y+x)*y)
 //               over 4M floats;
 //   call_*      a cached 10-node graph on 16-element tensors: the cost of a
 //               call, static (and static `into` a buffer) against eager;
@@ -198,7 +198,7 @@ struct six_ops_adjoint {
   }
 };
 
-// Issue 15's gradient, of sum(tanh(x*y + x) * y), by hand.
+// The gradient of sum(tanh(x*y + x) * y), by hand.
 struct tanh_adjoint {
   template <class V>
   TANDEM_ALWAYS_INLINE void operator()(const V& x, const V& y, V& dx, V& dy) const {
@@ -247,7 +247,7 @@ void tandem_gradient(benchmark::State& state, std::int64_t n, const Gradient& g)
 }
 
 const auto six_ops_sum = [](auto a, auto b) { return sum(six_ops(a, b)); };
-// Issue 15's function, over 4M floats.
+// sum(tanh(x*y + x) * y), over 4M floats.
 const auto tanh_sum = [](auto a, auto b) { return sum(tanh(a * b + a) * b); };
 constexpr std::int64_t medium = 4 * 1024 * 1024;
 

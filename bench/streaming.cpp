@@ -7,7 +7,7 @@
 //   neg         eager -x: one instruction per batch, waits on memory
 //   chain       the 8-op polynomial chain (bench/chain.hpp) as a static graph
 //   exp         eager exp(x): a transcendental, waits on its arithmetic
-//   tanh_chain  issue 15's chain as a static graph
+//   tanh_chain  the tanh chain (chain.hpp) as a static graph
 //
 //   ./build/release/bench/bench_streaming --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>

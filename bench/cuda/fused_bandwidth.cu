@@ -1,7 +1,7 @@
 // How close a static graph's fused group, run per element on the GPU, comes
 // to the device's copy bandwidth. The kernels are tandem's compile-time group
 // structs (graph/kernel.hpp), launched by a plain grid-stride loop: what the
-// CUDA backend's launcher will do, before any tuning. Issue 14's target is
+// CUDA backend's launcher will do, before any tuning. The target is
 // 90% of copy for a forward chain and 85% for a gradient.
 //
 //   nvcc -O3 -std=c++20 --expt-relaxed-constexpr -arch=native -Iinclude -x cu \
@@ -89,7 +89,7 @@ int main() {
   check(cudaGetDeviceProperties(&prop, 0), "no GPU");
   const int blocks = prop.multiProcessorCount * 16;
 
-  // Issue 14's 8-op chain with its constants replaced by x: the same eight
+  // The 8-op chain with its constants replaced by x: the same eight
   // ops, one read and one write per element.
   auto chain = jit([](const auto& x) {
     auto a = x + x;

@@ -1,7 +1,7 @@
 // The library's own GPU paths, side by side in one run: eager ops on device
 // tensors against the same function as a static graph compiled for the GPU
 // (tandem::cuda::compile), for the 8-op chain and the gradient of
-// sum(tanh(x*y+x)*y) of issue 14, with the device's copy bandwidth as the
+// sum(tanh(x*y+x)*y), with the device's copy bandwidth as the
 // limit, and the demo's MLP and CNN training steps (batch 128, Adam): eager
 // against nn::train_step under jit compiled for the GPU. Times are
 // CUDA-event medians of whole calls (launches, allocation and the host's

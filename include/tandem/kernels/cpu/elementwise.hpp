@@ -74,10 +74,11 @@ inline bool prefetches_streamed_inputs() { return intel_cpu(); }
 // Zen 4, 16M floats, hand loops written both ways as tandem's rows write
 // them (bench/streaming.cpp): -x (0.5 per line) and the 8-op polynomial
 // chain (4 per line in AVX-512 batches, 8 in AVX2's) ran 1.2-1.7x faster
-// streamed, exp and issue 15's tanh chain (20 and more) 1.15-1.4x slower,
-// on one thread and on two (docs/benchmarks/cpu_kernels.md). So 12. Intel's
+// streamed, exp and the tanh chain of bench/chain.hpp (20 and more)
+// 1.15-1.4x slower, on one thread and on two
+// (docs/benchmarks/cpu_kernels.md). So 12. Intel's
 // Xeons gain from streaming far longer, and their points fit a bound per
-// batch, not per line: issue 15's tanh chain (about 24 per batch and line
+// batch, not per line: the tanh chain (about 24 per batch and line
 // moved, in either ISA's batches) ran 1.05-2x faster streamed, the six-op
 // static gradient (about 43 per batch and line moved: sin, cos and exp,
 // two inputs, two outputs) 1.15-1.3x slower, in AVX2 and AVX-512 batches,
