@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,24 @@ void check_truncations_refused(const std::vector<std::uint8_t>& bytes, std::size
   for (std::size_t n = 0; n < up_to && n < bytes.size(); ++n) {
     put_file_bytes(path, std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n)));
     CHECK_THROWS_AS_MESSAGE(read(path), io_error, "a file cut to " << n << " bytes was read");
+  }
+}
+
+// 300 copies of `bytes`, each with `flips` random bits flipped (seeded),
+// written to `path` one at a time and given to `read`, which must read each
+// or throw io_error: another exception fails the test, a crash ends it.
+template <class Read>
+void check_flips_survived(const std::vector<std::uint8_t>& bytes, int flips, unsigned seed,
+                          const std::filesystem::path& path, Read&& read) {
+  std::mt19937 random(seed);
+  for (int trial = 0; trial < 300; ++trial) {
+    auto flipped = bytes;
+    for (int k = 0; k < flips; ++k) flipped[random() % flipped.size()] ^= static_cast<std::uint8_t>(1u << (random() % 8));
+    put_file_bytes(path, flipped);
+    try {
+      read(path);
+    } catch (const io_error&) {
+    }
   }
 }
 
