@@ -339,6 +339,27 @@ TEST_CASE("loops and scan give the same results with jit disabled") {
   check_values(yse, ys, "scan, outputs", 1e-14, 1e-14);
 }
 
+TEST_CASE("bodies and branches that return a std::pair work as a two-element std::tuple, eager and in a graph") {
+  tensor<double> h0 = tensor<double>{0.1, 0.2, -0.3}, xs = tensor<double>({{1, 2, 3}, {-1, 0.5, 2}});
+  auto pair_cell = [](const auto& h, const auto& x) { return std::pair{tanh(h + x), h * x}; };
+  auto tuple_cell = [](const auto& h, const auto& x) { return std::tuple{tanh(h + x), h * x}; };
+  auto with = [](auto cell) {
+    return [cell](const auto& h, const auto& x) {
+      auto [last, ys] = scan(cell, h, x);
+      auto [picked, other] = cond(sum(last) > 0.0, [](const auto& a) { return std::pair{a, a * 2.0}; },
+                                  [](const auto& a) { return std::pair{a * 3.0, a}; }, last);
+      return std::pair{picked + other, ys};
+    };
+  };
+  auto [want, want_ys] = with(tuple_cell)(h0, xs);
+  auto [eager, eager_ys] = with(pair_cell)(h0, xs);
+  check_values(eager, want, "eager scan and cond", 1e-14, 1e-14);
+  check_values(eager_ys, want_ys, "eager scan outputs", 1e-14, 1e-14);
+  auto [graph, graph_ys] = jit(with(pair_cell))(h0, xs);
+  check_values(graph, want, "jit scan and cond", 1e-14, 1e-14);
+  check_values(graph_ys, want_ys, "jit scan outputs", 1e-14, 1e-14);
+}
+
 TEST_CASE("recompute(body): the same gradients, the residuals computed again in the backward") {
   generator gen(14);
   tensor<double> w = uniform<double>({3, 4}, -0.8, 0.8, gen), u = uniform<double>({4, 4}, -0.8, 0.8, gen);

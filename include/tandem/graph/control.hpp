@@ -179,11 +179,11 @@ auto single_or_tuple(Tuple&& t) {
   else return std::forward<Tuple>(t);
 }
 
-// A function's result as a tuple: its one tensor, or its tuple.
+// A function's result as a tuple: its one tensor, or its tuple or pair.
 template <class R>
 auto as_tuple(R&& r) {
   if constexpr (is_tensor_v<std::decay_t<R>>) return std::tuple{std::forward<R>(r)};
-  else return std::forward<R>(r);
+  else return pair_as_tuple(std::forward<R>(r));
 }
 
 }  // namespace tandem::detail

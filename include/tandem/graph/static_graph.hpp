@@ -56,7 +56,7 @@ bool any_on_gpu(const A&... a) {
 }
 
 template <class F, class... A>
-using eager_result_t = decltype(std::declval<const F&>()(std::declval<const A&>()...));
+using eager_result_t = decltype(pair_as_tuple(std::declval<const F&>()(std::declval<const A&>()...)));
 
 // A static graph's runs on a GPU, for arguments of types A: a call (its
 // first output seeded with ones right after, or not) and a training step.
@@ -95,9 +95,9 @@ class static_graph {
   template <class... A>
   auto operator()(const A&... a) const {
     if constexpr ((is_symbolic_v<A> || ...)) {
-      return f_(a...);
+      return detail::pair_as_tuple(f_(a...));
     } else {
-      if (!jit_enabled()) return f_(a...);
+      if (!jit_enabled()) return detail::pair_as_tuple(f_(a...));
       if (detail::any_on_gpu(a...)) return run_on_gpu(false, true, a...);
       return run<false>(std::index_sequence_for<A...>{}, false, true, device::cpu, a...);
     }
@@ -112,7 +112,7 @@ class static_graph {
   auto call_with_unit_seed(const std::tuple<A...>& arguments, bool value_read = true) const {
     return std::apply(
         [&](const A&... a) {
-          if (!jit_enabled()) return f_(a...);
+          if (!jit_enabled()) return detail::pair_as_tuple(f_(a...));
           if (detail::any_on_gpu(a...)) return run_on_gpu(true, value_read, a...);
           return run<false>(std::index_sequence_for<A...>{}, true, value_read, device::cpu, a...);
         },
@@ -199,7 +199,7 @@ class static_graph {
   auto run_on_gpu(bool unit_seed, bool unit_seed_value_read, const A&... a) const {
     if (auto compiled = detail::cuda_graph_slot<F, A...>.load(std::memory_order_acquire))
       return compiled(*this, unit_seed, unit_seed_value_read, a...);
-    return f_(a...);
+    return detail::pair_as_tuple(f_(a...));
   }
 
   // Eagerly, the backward leaves the gradients in the tensors' .grad.
@@ -273,7 +273,7 @@ class static_graph {
     auto root = trace(a...);
     // Two different values of one scalar-holding type (sharing.hpp): as
     // with jit disabled.
-    if (!detail::one_value_per_shared_class(root)) return f_(a...);
+    if (!detail::one_value_per_shared_class(root)) return detail::pair_as_tuple(f_(a...));
     return run_traced<OnDevice>(root, unit_seed, unit_seed_value_read, where, a...);
   }
 

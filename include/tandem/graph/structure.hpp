@@ -43,6 +43,19 @@ struct node_traits<outputs_node<C...>> : node_traits<void> {
   using children = std::tuple<C...>;
 };
 
+template <class T>
+inline constexpr bool is_pair_v = false;
+template <class A, class B>
+inline constexpr bool is_pair_v<std::pair<A, B>> = true;
+
+// What a function returned, with a std::pair as the two-element std::tuple
+// tandem's constructs and graphs return: a function may return either.
+template <class R>
+auto pair_as_tuple(R&& r) {
+  if constexpr (is_pair_v<std::remove_cvref_t<R>>) return std::tuple{std::forward<R>(r).first, std::forward<R>(r).second};
+  else return std::forward<R>(r);
+}
+
 // The root over what f returned: one symbolic value, or a tuple of them.
 template <class Out>
 auto outputs_root(Out&& out) {
