@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tandem/core/allocator.hpp"
+#include "tandem/core/any_tensor.hpp"
 #include "tandem/core/config.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/detail/unique_function.hpp"
@@ -22,8 +23,7 @@
 
 namespace tandem::detail {
 
-using any_tensor =
-    std::variant<tensor<float>, tensor<double>, tensor<std::int32_t>, tensor<std::int64_t>, tensor<bool>>;
+using tandem::any_tensor;
 
 template <class N>
 inline constexpr char class_tag = 0;

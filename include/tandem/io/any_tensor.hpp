@@ -1,21 +1,22 @@
 #pragma once
-// A tensor of any of tandem's element types, as files hold them: a .npy,
-// .npz or safetensors file says its dtype at run time, so the readers return
-// this variant, and io::as<T> takes the tensor<T> out of it or says which
-// type the file holds instead.
+// Files' tensors: a .npy, .npz or safetensors file says its dtype at run
+// time, so the readers return any_tensor (core/any_tensor.hpp), and
+// io::as<T> takes the tensor<T> out of it or says which type the file
+// holds instead.
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <variant>
 
+#include "tandem/core/any_tensor.hpp"
 #include "tandem/core/dtype.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/tensor.hpp"
 
 namespace tandem::io {
 
-using any_tensor = std::variant<tensor<bool>, tensor<std::int32_t>, tensor<std::int64_t>, tensor<float>, tensor<double>>;
+using tandem::any_tensor;
 
 // Tensors by name, in name order: an .npz archive's arrays, a safetensors
 // file's tensors.
