@@ -1,6 +1,7 @@
 #pragma once
-// The one include for users, less file I/O: IDX datasets and checkpoints
-// are in tandem/io.hpp.
+// The one include for users, less file I/O: IDX datasets, checkpoints and
+// NumPy/safetensors files are in tandem/io.hpp (io/include_hint.hpp makes a
+// call to one of them without it say so).
 
 #include "tandem/autograd/functional.hpp"
 #include "tandem/autograd/gradient_ready.hpp"
@@ -27,6 +28,7 @@
 #include "tandem/graph/repeat.hpp"
 #include "tandem/graph/scan.hpp"
 #include "tandem/graph/static_graph.hpp"
+#include "tandem/io/include_hint.hpp"
 #include "tandem/kernels/cpu/dispatch.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 #include "tandem/nn/activation.hpp"
