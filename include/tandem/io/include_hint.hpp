@@ -25,14 +25,14 @@ struct any_argument {
 namespace tandem::nn {
 
 template <class Missing = void>
-auto save(detail::any_argument, detail::any_argument, detail::any_argument = {}) {
+auto save(tandem::detail::any_argument, tandem::detail::any_argument, tandem::detail::any_argument = {}) {
   static_assert(sizeof(Missing*) == 0,
                 "tandem::nn::save is declared in <tandem/io.hpp>: include it, and call save(path, model) or "
                 "save(path, model, &optimizer)");
 }
 
 template <class Missing = void>
-auto load(detail::any_argument, detail::any_argument, detail::any_argument = {}) {
+auto load(tandem::detail::any_argument, tandem::detail::any_argument, tandem::detail::any_argument = {}) {
   static_assert(sizeof(Missing*) == 0,
                 "tandem::nn::load is declared in <tandem/io.hpp>: include it, and call load(path, model) or "
                 "load(path, model, &optimizer)");
