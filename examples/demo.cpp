@@ -16,6 +16,8 @@
 //   ./tandem.sh demo --data /path/to/dir   # the four IDX files, raw or .gz
 //   ./tandem.sh demo --quick               # what ctest runs: 1 epoch on 3000 images
 //   ./tandem.sh demo --device cuda         # on the GPU (a build with CUDA)
+//   ./tandem.sh demo --profile trace.json  # a profile of steps 2-6 of each run:
+//                                          # a Chrome trace and a summary table
 //   mpirun -np 2 ./build/release/examples/demo --distributed
 //                                          # data-parallel over the ranks (a
 //                                          # build that found MPI)
@@ -84,11 +86,14 @@ struct job {
 };
 
 constexpr std::int64_t batch_size = 128;
+// With --profile, the steps recorded in each run's first epoch: after the
+// first, which traces and plans.
+constexpr std::int64_t first_profiled_step = 2, last_profiled_step = 6;
 
 
 template <class Model>
 run_result train(const std::string& name, run_mode m, const dataset& train_set, const dataset& test_set, int epochs,
-                 const job& place, device where) {
+                 const job& place, device where, profiler* recording) {
   set_mode(m == run_mode::graph ? mode::graph : mode::eager);
   // The same seed on every rank: the same initial model and epoch order.
   generator gen(7);
@@ -123,9 +128,17 @@ run_result train(const std::string& name, run_mode m, const dataset& train_set, 
                              ? data::batches(examples, batch_size, &gen)
                              : data::distributed_batches(examples, batch_size / place.ranks, &gen, place.rank, place.ranks);
     for (const auto& index : epoch_batches) {
-      tensor<float> images = index_select(train_set.images, 0, index).to(where);
-      tensor<std::int64_t> labels = index_select(train_set.labels, 0, index).to(where);
-      total += (m == run_mode::capture ? captured_step(images, labels) : step(images, labels)).item();
+      const bool profiled = recording && epoch == 1 && batches + 1 >= first_profiled_step &&
+                            batches + 1 <= last_profiled_step;
+      if (profiled) recording->resume();
+      {
+        std::optional<profile_scope> scope;
+        if (profiled) scope.emplace(name + " " + result.mode + " step " + std::to_string(batches + 1));
+        tensor<float> images = index_select(train_set.images, 0, index).to(where);
+        tensor<std::int64_t> labels = index_select(train_set.labels, 0, index).to(where);
+        total += (m == run_mode::capture ? captured_step(images, labels) : step(images, labels)).item();
+      }
+      if (profiled) recording->pause();
       ++batches;
     }
     schedule.step();
@@ -157,6 +170,7 @@ int main(int argc, char** argv) {
   std::string dir = "/usr/share/datasets/fashion-mnist";
   bool distributed = false;
   device where = device::cpu;
+  std::string profile_file;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--quick") mlp_epochs = cnn_epochs = 1, limit = 3000;
@@ -169,9 +183,11 @@ int main(int argc, char** argv) {
       modes = {*parse_mode(argv[++i])};
     else if (arg == "--device" && i + 1 < argc && (std::string(argv[i + 1]) == "cpu" || std::string(argv[i + 1]) == "cuda"))
       where = std::string(argv[++i]) == "cuda" ? device::cuda(0) : device::cpu;
+    else if (arg == "--profile" && i + 1 < argc)
+      profile_file = argv[++i];
     else {
       std::cerr << "usage: demo [--quick] [--epochs N] [--model mlp|cnn] [--mode eager|graph|capture] [--data DIR] "
-                   "[--distributed] [--device cpu|cuda]\n";
+                   "[--distributed] [--device cpu|cuda] [--profile TRACE.json]\n";
       return 2;
     }
   }
@@ -238,12 +254,26 @@ int main(int argc, char** argv) {
                 << " examples each, gradients averaged over MPI), eagerly and in graph mode from the same seed\n";
   }
 
+  std::optional<profiler> recording;
+  if (!profile_file.empty()) {
+    recording.emplace();
+    recording->start();
+    recording->pause();
+  }
+  profiler* profiled = recording ? &*recording : nullptr;
   std::vector<run_result> runs;
   for (run_mode m : modes)
-    if (which != "cnn") runs.push_back(train<mlp>("mlp", m, train_set, test_set, mlp_epochs, place, where));
+    if (which != "cnn") runs.push_back(train<mlp>("mlp", m, train_set, test_set, mlp_epochs, place, where, profiled));
   for (run_mode m : modes)
-    if (which != "mlp") runs.push_back(train<cnn>("cnn", m, train_set, test_set, cnn_epochs, place, where));
+    if (which != "mlp") runs.push_back(train<cnn>("cnn", m, train_set, test_set, cnn_epochs, place, where, profiled));
   if (place.rank != 0) return 0;
+  if (recording) {
+    profile_trace trace = recording->stop();
+    trace.save(profile_file);
+    std::cout << "\nprofile of steps " << first_profiled_step << "-" << last_profiled_step << " of each run ("
+              << profile_file << ", for Perfetto or chrome://tracing), by total time:\n"
+              << trace.summary({.rows = 20});
+  }
 
   std::cout << "\nmodel  mode   test accuracy  steps/s\n";
   for (const auto& r : runs)

@@ -58,6 +58,7 @@
 #include "tandem/ops/sampling.hpp"
 #include "tandem/ops/shape.hpp"
 #include "tandem/ops/softmax.hpp"
+#include "tandem/profiler/profiler.hpp"
 
 // Last: with the compiled library, it declares the eager nodes of the ops
 // above as instantiated there.

@@ -12,6 +12,7 @@
 
 #include "tandem/autograd/engine.hpp"
 #include "tandem/core/deferred.hpp"
+#include "tandem/core/profiling.hpp"
 #include "tandem/graph/mode.hpp"
 
 namespace tandem::detail {
@@ -35,6 +36,7 @@ inline std::unordered_map<node*, std::int64_t> edges_into_nodes_run_when_ready(n
 }
 
 inline void run_graph_now(node& root, const backward_context& context, capture_request* capture) {
+  profile_range whole(profile_category::backward, "backward");
   grad_mode_guard mode(context.create_graph);
   auto later = [](const node* a, const node* b) { return a->sequence() < b->sequence(); };
   std::priority_queue<node*, std::vector<node*>, decltype(later)> ready(later);
@@ -77,6 +79,7 @@ inline void run_graph_now(node& root, const backward_context& context, capture_r
         if (k < capture->collected_only && n->is_leaf_accumulator()) return n->clear_pending();
       }
     }
+    profile_range range(profile_category::backward, named_by, [&] { return n->name() + " backward"; });
     n->run(context);
   };
   // A leaf someone waits for (a data-parallel bucket) runs once every

@@ -13,6 +13,7 @@
 
 #include "tandem/capture/session.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/core/profiling.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/detail/small_vector.hpp"
 #include "tandem/kernels/cpu/elementwise-inl.hpp"
@@ -183,6 +184,17 @@ TANDEM_LIBRARY_FUNCTION void capture_session::run_region(const char* why) {
   key_.kept.assign(values_.size(), false);
   for (std::size_t i = 0; i < values_.size(); ++i) key_.kept[i] = values_[i].use_count() > 1;
   planned_region planned = cache_.plan_for(key_, regions_run_++, why);
+  profile_range range(profile_category::capture, planned.first ? "captured region (recorded)" : "captured region");
+  range.names_tasks("captured region");
+  if (range.recording()) {
+    std::string ops;
+    for (const auto& op : key_.ops) ops += (ops.empty() ? "" : ", ") + profile_name(op.name);
+    ops += std::string(" (run ") + why + ")";
+    range.describe([&](profile_event& e) {
+      e.detail = std::move(ops);
+      e.shapes = "[" + std::to_string(key_.numel) + "]";
+    });
+  }
   const auto start = std::chrono::steady_clock::now();
   execute(key_, *planned.plan, planned.first);
   cache_.count_time(*planned.key, std::chrono::duration_cast<std::chrono::nanoseconds>(

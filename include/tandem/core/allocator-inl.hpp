@@ -8,6 +8,7 @@
 #include <new>
 
 #include "tandem/core/allocator.hpp"
+#include "tandem/core/profiling.hpp"
 
 namespace tandem::detail {
 
@@ -46,6 +47,7 @@ TANDEM_LIBRARY_FUNCTION void* caching_allocator::allocate(std::size_t bytes) {
   }
   thread_cache& cache = local();
   cache.counts.add(1, static_cast<std::int64_t>(rounded));
+  profile_allocation(static_cast<std::int64_t>(rounded));
   return cache.take(rounded);
 }
 
@@ -59,6 +61,7 @@ TANDEM_LIBRARY_FUNCTION void caching_allocator::deallocate(void* block, std::siz
   }
   thread_cache& cache = local();
   cache.counts.add(-1, -static_cast<std::int64_t>(rounded));
+  profile_allocation(-static_cast<std::int64_t>(rounded));
   cache.give(block, rounded);
 }
 

@@ -89,13 +89,16 @@ work<T> all_reduce(tensor<T> x, reduce_op op = reduce_op::sum,
   detail::check(MPI_Iallreduce(MPI_IN_PLACE, buffer.data(), count, detail::datatype<T>(), detail::mpi_op(op),
                                comm.handle(), &request),
                 "MPI_Iallreduce", "all_reduce");
-  return work<T>("all_reduce", request, x, [x, buffer, op, ranks]() mutable {
-    if (op == reduce_op::mean) detail::divide_by_ranks(buffer, ranks);
-    if (buffer.storage() != x.storage()) {
-      no_grad plain;
-      x.assign(buffer);
-    }
-  });
+  return work<T>(
+      "all_reduce", request, x,
+      [x, buffer, op, ranks]() mutable {
+        if (op == reduce_op::mean) detail::divide_by_ranks(buffer, ranks);
+        if (buffer.storage() != x.storage()) {
+          no_grad plain;
+          x.assign(buffer);
+        }
+      },
+      ranks);
 }
 
 template <element T>
@@ -112,12 +115,15 @@ work<T> broadcast(tensor<T> x, int root = 0, const communicator& comm = communic
   MPI_Request request;
   detail::check(MPI_Ibcast(buffer.data(), count, detail::datatype<T>(), root, comm.handle(), &request), "MPI_Ibcast",
                 "broadcast");
-  return work<T>("broadcast", request, x, [x, buffer]() mutable {
-    if (buffer.storage() != x.storage()) {
-      no_grad plain;
-      x.assign(buffer);
-    }
-  });
+  return work<T>(
+      "broadcast", request, x,
+      [x, buffer]() mutable {
+        if (buffer.storage() != x.storage()) {
+          no_grad plain;
+          x.assign(buffer);
+        }
+      },
+      ranks);
 }
 
 // The result has shape [ranks * x.shape(0), ...], or [ranks] for a scalar.
@@ -137,7 +143,7 @@ work<T> all_gather(const tensor<T>& x, const communicator& comm = communicator::
                                comm.handle(), &request),
                 "MPI_Iallgather", "all_gather");
   // The send buffer lives until the transfer is done.
-  return work<T>("all_gather", request, out, [send] {});
+  return work<T>("all_gather", request, out, [send] {}, ranks);
 }
 
 // x's axis 0 must split evenly over the ranks; the result has shape
@@ -162,9 +168,12 @@ work<T> reduce_scatter(const tensor<T>& x, reduce_op op = reduce_op::sum,
   detail::check(MPI_Ireduce_scatter_block(send.data(), out.data(), static_cast<int>(out.numel()), detail::datatype<T>(),
                                           detail::mpi_op(op), comm.handle(), &request),
                 "MPI_Ireduce_scatter_block", "reduce_scatter");
-  return work<T>("reduce_scatter", request, out, [send, out, op, ranks]() mutable {
-    if (op == reduce_op::mean) detail::divide_by_ranks(out, ranks);
-  });
+  return work<T>(
+      "reduce_scatter", request, out,
+      [send, out, op, ranks]() mutable {
+        if (op == reduce_op::mean) detail::divide_by_ranks(out, ranks);
+      },
+      ranks);
 }
 
 }  // namespace tandem::dist

@@ -10,6 +10,7 @@
 
 #include <utility>
 
+#include "tandem/core/profiling.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/detail/unique_function.hpp"
 #include "tandem/dist/environment.hpp"
@@ -21,14 +22,25 @@ class work {
  public:
   // `finish` runs once the transfer is done: it turns what MPI wrote into
   // the result (a mean's division, a copy back into a strided view).
-  work(const char* op, MPI_Request request, tensor<T> result, tandem::detail::unique_function<void()> finish)
-      : op_(op), request_(request), result_(std::move(result)), finish_(std::move(finish)) {}
+  // `ranks` (the communicator's size) is for the profile.
+  work(const char* op, MPI_Request request, tensor<T> result, tandem::detail::unique_function<void()> finish,
+       int ranks)
+      : op_(op),
+        request_(request),
+        result_(std::move(result)),
+        finish_(std::move(finish)),
+        profile_(profile_category::collective, op, [this, ranks](tandem::detail::profile_event& e) {
+          e.shapes = to_string(result_.shape());
+          e.bytes = result_.numel() * static_cast<std::int64_t>(sizeof(T));
+          e.detail = std::string(dtype_name(dtype_of<T>)) + ", " + std::to_string(ranks) + " ranks";
+        }) {}
   work(work&& other) noexcept
       : op_(other.op_),
         request_(std::exchange(other.request_, MPI_REQUEST_NULL)),
         result_(std::move(other.result_)),
         finish_(std::move(other.finish_)),
-        done_(std::exchange(other.done_, true)) {}
+        done_(std::exchange(other.done_, true)),
+        profile_(std::move(other.profile_)) {}
   work(const work&) = delete;
   work& operator=(const work&) = delete;
   work& operator=(work&&) = delete;
@@ -60,6 +72,7 @@ class work {
     done_ = true;
     finish_();
     result_.storage()->bump_version();
+    profile_.finish();
   }
 
   const char* op_;
@@ -67,6 +80,7 @@ class work {
   tensor<T> result_;
   tandem::detail::unique_function<void()> finish_;
   bool done_ = false;
+  tandem::detail::profile_async profile_;
 };
 
 }  // namespace tandem::dist

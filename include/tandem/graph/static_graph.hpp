@@ -18,6 +18,7 @@
 
 #include "tandem/autograd/functional.hpp"
 #include "tandem/autograd/record.hpp"
+#include "tandem/core/profile_tensors.hpp"
 #include "tandem/graph/confined_call.hpp"
 #include "tandem/graph/dump.hpp"
 #include "tandem/graph/execute.hpp"
@@ -197,6 +198,8 @@ class static_graph {
   // compiled them for these argument types, else the function eagerly.
   template <class... A>
   auto run_on_gpu(bool unit_seed, bool unit_seed_value_read, const A&... a) const {
+    detail::profile_range range(profile_category::graph, "static_graph");
+    if (range.recording()) detail::describe_operands(range, a...);
     if (auto compiled = detail::cuda_graph_slot<F, A...>.load(std::memory_order_acquire))
       return compiled(*this, unit_seed, unit_seed_value_read, a...);
     return detail::pair_as_tuple(f_(a...));
@@ -227,6 +230,8 @@ class static_graph {
   // output is copied there.
   template <bool OnDevice, class T, class... A>
   void run_into(device where, const tensor<T>& out, const A&... a) const {
+    detail::profile_range range(profile_category::graph, "static_graph into");
+    if (range.recording()) detail::describe_operands(range, a...);
     detail::confined_call on_this_thread;
     auto root = trace(a...);
     // Two different values of one scalar-holding type (sharing.hpp): as
@@ -246,6 +251,8 @@ class static_graph {
 
   template <bool OnDevice, class... A>
   auto train(device where, const A&... a) const {
+    detail::profile_range range(profile_category::graph, "static_graph training step");
+    if (range.recording()) detail::describe_operands(range, a...);
     detail::confined_call on_this_thread;
     auto root = trace(a...);
     auto keys = output_keys(root);
@@ -269,6 +276,8 @@ class static_graph {
 
   template <bool OnDevice, class... A, std::size_t... I>
   auto run(std::index_sequence<I...>, bool unit_seed, bool unit_seed_value_read, device where, const A&... a) const {
+    detail::profile_range range(profile_category::graph, "static_graph");
+    if (range.recording()) detail::describe_operands(range, a...);
     detail::confined_call on_this_thread;
     auto root = trace(a...);
     // Two different values of one scalar-holding type (sharing.hpp): as

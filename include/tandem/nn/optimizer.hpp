@@ -16,8 +16,9 @@
 #include <vector>
 
 #include "tandem/core/config.hpp"
-#include "tandem/core/error.hpp"
 #include "tandem/core/creation.hpp"
+#include "tandem/core/error.hpp"
+#include "tandem/core/profiling.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/detail/math.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
@@ -161,6 +162,8 @@ class optimizer {
   // gradients so, without writing them to `.grad`.
   template <class Gradients>
   void step_with(const Gradients& gradient_of) {
+    tandem::detail::profile_range range(profile_category::optimizer, "optimizer step");
+    describe_step(range);
     ++steps_;
     for (auto& p : floats_)
       if (auto g = gradient_of(p.value)) update(p, *g);
@@ -188,6 +191,8 @@ class optimizer {
     if (all.floats.size() != floats_.size() || all.doubles.size() != doubles_.size())
       throw value_error("tandem::nn::optimizer: " + std::to_string(all.floats.size() + all.doubles.size()) +
                         " gradients for " + std::to_string(floats_.size() + doubles_.size()) + " parameters");
+    tandem::detail::profile_range range(profile_category::optimizer, "optimizer step");
+    describe_step(range);
     ++steps_;
     for (std::size_t k = 0; k < floats_.size(); ++k) update(floats_[k], all.floats[k]);
     for (std::size_t k = 0; k < doubles_.size(); ++k) update(doubles_[k], all.doubles[k]);
@@ -225,6 +230,21 @@ class optimizer {
   std::int64_t steps_ = 0;
 
  private:
+  // A step's profile event: how many parameters, and the bytes of their
+  // values and states.
+  void describe_step(tandem::detail::profile_range& range) const {
+    if (!range.recording()) return;
+    range.describe([&](tandem::detail::profile_event& e) {
+      e.detail = std::to_string(floats_.size() + doubles_.size()) + " parameters";
+      auto add = [&](const auto& p, std::int64_t size) {
+        e.bytes += p.value.numel() * size;
+        for (const auto& s : p.state) e.bytes += s.numel() * size;
+      };
+      for (const auto& p : floats_) add(p, sizeof(float));
+      for (const auto& p : doubles_) add(p, sizeof(double));
+    });
+  }
+
   template <class T, class Gradients>
   static tensor<T> gradient_or_zeros(const tensor<T>& parameter, const Gradients& gradient_of) {
     if (auto g = gradient_of(parameter)) return *g;

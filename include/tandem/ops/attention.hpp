@@ -33,6 +33,7 @@
 
 #include "tandem/autograd/grad_mode.hpp"
 #include "tandem/autograd/record.hpp"
+#include "tandem/core/profile_tensors.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/kernels/attention_dropout.hpp"
 #include "tandem/kernels/cpu/attention.hpp"
@@ -389,6 +390,8 @@ struct attention_op {
 template <floating_element T>
 tensor<T> scaled_dot_product_attention(const tensor<T>& q, const tensor<T>& k, const tensor<T>& v,
                                        const attention_options& options = {}) {
+  detail::profile_range range(profile_category::op, "scaled_dot_product_attention");
+  if (range.recording()) detail::describe_inputs(range, q, k, v);
   const shape batch = detail::attention_batch(q, k, v, options);
   const device where =
       detail::common_device("scaled_dot_product_attention", {detail::place_of(q), detail::place_of(k), detail::place_of(v)});

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "tandem/core/error.hpp"
+#include "tandem/core/profile_tensors.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/kernels/cpu/conv.hpp"
 #include "tandem/kernels/cpu/gemm.hpp"
@@ -92,6 +93,8 @@ auto conv_kernel_in(Slot& slot, const char* what) {
 template <class T>
 tensor<T> conv2d_input_gradient(const tensor<T>& grad, const tensor<T>& w, const shape& x_shape,
                                 const conv2d_options& o) {
+  profile_range range(profile_category::op, "conv2d input gradient");
+  if (range.recording()) describe_inputs(range, grad, w);
   conv_layout l = conv_layout_of(x_shape, w.shape(), o);
   tensor<T> dx;
   if (!grad.device().is_cpu()) {
@@ -109,6 +112,8 @@ tensor<T> conv2d_input_gradient(const tensor<T>& grad, const tensor<T>& w, const
 template <class T>
 tensor<T> conv2d_kernel_gradient(const tensor<T>& grad, const tensor<T>& x, const shape& w_shape,
                                  const conv2d_options& o) {
+  profile_range range(profile_category::op, "conv2d kernel gradient");
+  if (range.recording()) describe_inputs(range, grad, x);
   conv_layout l = conv_layout_of(x.shape(), w_shape, o);
   tensor<T> dw;
   if (!grad.device().is_cpu()) {
@@ -125,6 +130,8 @@ tensor<T> conv2d_kernel_gradient(const tensor<T>& grad, const tensor<T>& x, cons
 
 template <class T>
 tensor<T> conv2d(const tensor<T>& x, const tensor<T>& w, const tensor<T>* bias, const conv2d_options& options) {
+  profile_range range(profile_category::op, "conv2d");
+  if (range.recording()) describe_inputs(range, x, w);
   conv_layout l = conv_layout_of(x.shape(), w.shape(), options);
   if (bias && bias->numel() > 0 && bias->shape() != shape{w.shape(0)})
     throw shape_error("tandem::conv2d: the bias must have shape [" + std::to_string(w.shape(0)) + "] (one per output "

@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "tandem/core/profile_tensors.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/kernels/cpu/gemm.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
@@ -150,6 +151,7 @@ tensor<T> device_matmul(tensor<T> a, tensor<T> b, const shape& batch, std::int64
 
 template <class T>
 tensor<T> matmul_same(const tensor<T>& a_in, const tensor<T>& b_in) {
+  profile_range range(profile_category::op, "matmul");
   if (a_in.dim() == 0 || b_in.dim() == 0)
     throw shape_error("tandem::matmul: operands must have at least one axis (shapes " + to_string(a_in.shape()) +
                       " and " + to_string(b_in.shape()) + ")");
@@ -178,6 +180,10 @@ tensor<T> matmul_same(const tensor<T>& a_in, const tensor<T>& b_in) {
   if (a_in.dim() == 1 && b_in.dim() == 1) out = out.reshape({});
   else if (a_in.dim() == 1) out = out.squeeze(-2);
   else if (b_in.dim() == 1) out = out.squeeze(-1);
+  if (range.recording()) {
+    describe_op(range, out, a_in, b_in);
+    range.describe([&](profile_event& e) { e.flops = 2 * m * n * k * numel(batch); });
+  }
   record(matmul_op{}, out, a_in, b_in);
   return out;
 }

@@ -31,6 +31,7 @@
 #include "tandem/autograd/grad_mode.hpp"
 #include "tandem/autograd/record.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/core/profile_tensors.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/kernels/cpu/normalization.hpp"
 #include "tandem/kernels/cpu/reduce.hpp"
@@ -95,6 +96,8 @@ struct batch_variance_op {
 // around, of the same shape.
 template <floating_element T>
 tensor<T> batch_variance(const tensor<T>& x, tensor<T>* batch_mean = nullptr) {
+  detail::profile_range range(profile_category::op, "batch_variance");
+  if (range.recording()) detail::describe_inputs(range, x);
   if ((x.dim() != 2 && x.dim() != 4) || x.numel() == 0)
     throw shape_error("tandem::batch_variance: expected a non-empty [N, C] or [N, C, H, W], got " +
                       to_string(x.shape()));
@@ -205,6 +208,8 @@ struct batch_normalize_op {
 template <floating_element T>
 tensor<T> batch_normalize(const tensor<T>& x, const tensor<T>& weight, const tensor<T>& bias, double eps,
                           tensor<T>* batch_mean = nullptr, tensor<T>* batch_var = nullptr) {
+  detail::profile_range range(profile_category::op, "batch_normalize");
+  if (range.recording()) detail::describe_inputs(range, x, weight, bias);
   if ((x.dim() != 2 && x.dim() != 4) || x.numel() == 0 || weight.shape() != shape{x.shape(1)} ||
       bias.shape() != shape{x.shape(1)})
     throw shape_error("tandem::batch_normalize: expected a non-empty [N, C] or [N, C, H, W] input and a [C] weight "

@@ -16,6 +16,7 @@
 
 #include "tandem/core/allocator.hpp"
 #include "tandem/core/error.hpp"
+#include "tandem/core/profile_tensors.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/kernels/cpu/pool.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
@@ -188,6 +189,8 @@ struct avg_pool2d_op {
 
 template <floating_element T>
 tensor<T> max_pool2d(const tensor<T>& x, const pool2d_options& options = {}) {
+  detail::profile_range range(profile_category::op, "max_pool2d");
+  if (range.recording()) detail::describe_inputs(range, x);
   detail::pool_geometry g = detail::pool_geometry_of("max_pool2d", x.shape(), options);
   if (!x.device().is_cpu()) {
     detail::pooled_maxima<T> pooled =
@@ -243,6 +246,8 @@ tensor<T> max_pool2d(const tensor<T>& x, const pool2d_options& options = {}) {
 
 template <floating_element T>
 tensor<T> avg_pool2d(const tensor<T>& x, const pool2d_options& options = {}) {
+  detail::profile_range range(profile_category::op, "avg_pool2d");
+  if (range.recording()) detail::describe_inputs(range, x);
   detail::pool_geometry g = detail::pool_geometry_of("avg_pool2d", x.shape(), options);
   if (!x.device().is_cpu()) {
     tensor<T> out = detail::pool_kernel_in(detail::cuda_avg_pool2d_slot<T>, "avg_pool2d")(x.detach(), g);

@@ -14,6 +14,7 @@
 
 #include "tandem/capture/deferred_op.hpp"
 #include "tandem/core/deferred.hpp"
+#include "tandem/core/profile_tensors.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/detail/math.hpp"
 #include "tandem/kernels/cpu/reduce.hpp"
@@ -233,7 +234,10 @@ tensor<R> reduce(const tensor<T>& x, const axes& ax, bool keepdims, const Reduce
   if (!x.device().is_cpu()) [[unlikely]] {
     static_assert(std::is_same_v<FinishFor, unchanged_t> || std::is_same_v<FinishFor, divide_by_count<A>>,
                   "tandem: a GPU reduction finishes its values unchanged or divided by their count");
-    return device_reduce<A, R>(x, ax, keepdims, r, std::is_same_v<FinishFor, divide_by_count<A>>, op);
+    profile_range range(profile_category::op, op);
+    tensor<R> out = device_reduce<A, R>(x, ax, keepdims, r, std::is_same_v<FinishFor, divide_by_count<A>>, op);
+    if (range.recording()) describe_op(range, out, x);
+    return out;
   }
   arranged_reduction<T> a = arrange(x, ax, keepdims, op);
   auto finish = finish_for(a.plan.length);
@@ -241,6 +245,8 @@ tensor<R> reduce(const tensor<T>& x, const axes& ax, bool keepdims, const Reduce
     tensor<R> pending;
     if (defer_pending_reduction<A>(*work, r, a, finish, op, pending)) return pending;
   }
+  // (Not before: a reduction deferred into a captured region runs there.)
+  profile_range range(profile_category::op, op);
   tensor<R> out(a.plan.out_shape);
   switch (a.layout) {
     case reduction_layout::rows:
@@ -253,11 +259,13 @@ tensor<R> reduce(const tensor<T>& x, const axes& ax, bool keepdims, const Reduce
       reduce_middle<Reducer, A>(r, a.source.data(), a.outer, a.plan.kept, a.inner, out.data(), finish);
       break;
   }
+  if (range.recording()) describe_op(range, out, x);
   return out;
 }
 
 template <bool Largest, class T>
 tensor<std::int64_t> arg_extreme(const tensor<T>& x, const axes& ax, bool keepdims, const char* op) {
+  profile_range range(profile_category::op, op);
   require_elements(plan_reduction(x.shape(), ax, keepdims, op), x.shape(), op);
   if (!x.device().is_cpu()) [[unlikely]] {
     strided_reduction s = split_axes(x.shape(), x.strides(), ax, keepdims, op);
@@ -272,6 +280,7 @@ tensor<std::int64_t> arg_extreme(const tensor<T>& x, const axes& ax, bool keepdi
   arranged_reduction<T> a = arrange(x, ax, keepdims, op, true);
   tensor<std::int64_t> out(a.plan.out_shape);
   arg_extreme_rows<Largest>(a.source.data(), a.plan.kept, a.plan.length, out.data());
+  if (range.recording()) describe_op(range, out, x);
   return out;
 }
 

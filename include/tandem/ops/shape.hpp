@@ -13,6 +13,7 @@
 
 #include "tandem/autograd/grad_mode.hpp"
 #include "tandem/core/creation.hpp"
+#include "tandem/core/profile_tensors.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/kernels/cuda/dispatch.hpp"
 #include "tandem/ops/elementwise/compare.hpp"
@@ -178,6 +179,7 @@ tensor<T> take(const tensor<T>& x, std::int64_t axis, std::int64_t first, std::i
 // Joins tensors along an existing axis; all other extents must agree.
 template <element T>
 tensor<T> concat(const std::vector<tensor<T>>& xs, std::int64_t axis = 0) {
+  detail::profile_range range(profile_category::op, "concat");
   if (xs.empty()) throw value_error("tandem::concat: needs at least one tensor");
   std::int64_t rank = xs[0].dim();
   axis = detail::normalize_axis(axis, xs[0].shape(), "concat");
@@ -329,6 +331,8 @@ inline dims along_axis(std::size_t rank, std::int64_t axis) {
 // The slices of x at `index` (a 1-d integer tensor) along the axis.
 template <element T, element I>
 tensor<T> index_select(const tensor<T>& x, std::int64_t axis, const tensor<I>& index) {
+  detail::profile_range range(profile_category::op, "index_select");
+  if (range.recording()) detail::describe_inputs(range, x, index);
   static_assert(std::is_integral_v<I> && !std::is_same_v<I, bool>,
                 "tandem::index_select: the index must be an integer tensor");
   axis = detail::normalize_axis(axis, x.shape(), "index_select");
@@ -365,6 +369,8 @@ tensor<T> index_select(const tensor<T>& x, std::int64_t axis, const tensor<I>& i
 // out.select(axis, index[j]) += source.select(axis, j).
 template <element T, element I>
 tensor<T> index_add(const tensor<T>& x, std::int64_t axis, const tensor<I>& index, const tensor<T>& source) {
+  detail::profile_range range(profile_category::op, "index_add");
+  if (range.recording()) detail::describe_inputs(range, x, index, source);
   static_assert(std::is_integral_v<I> && !std::is_same_v<I, bool>, "tandem::index_add: the index must be an integer tensor");
   axis = detail::normalize_axis(axis, x.shape(), "index_add");
   shape expected = x.shape();
@@ -400,6 +406,8 @@ tensor<T> index_add(const tensor<T>& x, std::int64_t axis, const tensor<I>& inde
 // as torch.gather: index has x's rank and fits inside x off the axis.
 template <element T, element I>
 tensor<T> gather(const tensor<T>& x, std::int64_t axis, const tensor<I>& index) {
+  detail::profile_range range(profile_category::op, "gather");
+  if (range.recording()) detail::describe_inputs(range, x, index);
   static_assert(std::is_integral_v<I> && !std::is_same_v<I, bool>, "tandem::gather: the index must be an integer tensor");
   axis = detail::normalize_axis(axis, x.shape(), "gather");
   bool fits = index.dim() == x.dim();
@@ -436,6 +444,8 @@ tensor<T> gather(const tensor<T>& x, std::int64_t axis, const tensor<I>& index) 
 // likewise for any axis): the inverse of gather, as torch.scatter_add.
 template <element T, element I>
 tensor<T> scatter_add(const tensor<T>& x, std::int64_t axis, const tensor<I>& index, const tensor<T>& source) {
+  detail::profile_range range(profile_category::op, "scatter_add");
+  if (range.recording()) detail::describe_inputs(range, x, index, source);
   static_assert(std::is_integral_v<I> && !std::is_same_v<I, bool>,
                 "tandem::scatter_add: the index must be an integer tensor");
   axis = detail::normalize_axis(axis, x.shape(), "scatter_add");

@@ -11,6 +11,7 @@
 
 #include "tandem/autograd/grad_mode.hpp"
 #include "tandem/core/creation.hpp"
+#include "tandem/core/profile_tensors.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/kernels/cpu/softmax.hpp"
 #include "tandem/kernels/cuda/dispatch.hpp"
@@ -69,6 +70,8 @@ tensor<floating_t<T>> as_floating(const tensor<T>& x) {
 
 template <bool Log, class T>
 tensor<floating_t<T>> softmax_along(const tensor<T>& x, std::int64_t axis, const char* op) {
+  profile_range range(profile_category::op, op);
+  if (range.recording()) describe_inputs(range, x);
   using F = floating_t<T>;
   if (x.dim() == 0) return softmax_along<Log>(x.reshape({1}), 0, op).reshape({});
   axis = normalize_axis(axis, x.shape(), op);
@@ -108,6 +111,8 @@ tensor<floating_t<T>> log_softmax(const tensor<T>& x, std::int64_t axis = -1) {
 template <element T, element I>
 tensor<floating_t<T>> cross_entropy(const tensor<T>& logits, const tensor<I>& target,
                                     reduction how = reduction::mean) {
+  detail::profile_range range(profile_category::op, "cross_entropy");
+  if (range.recording()) detail::describe_inputs(range, logits, target);
   static_assert(std::is_integral_v<I> && !std::is_same_v<I, bool>,
                 "tandem::cross_entropy: targets must be an integer tensor of class indices");
   using F = floating_t<T>;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "tandem/autograd/grad_mode.hpp"
+#include "tandem/core/profile_tensors.hpp"
 #include "tandem/detail/small_vector.hpp"
 #include "tandem/detail/unique_function.hpp"
 #include "tandem/graph/execute/rows.hpp"
@@ -36,6 +37,20 @@
 #include "tandem/ops/reduce.hpp"
 
 namespace tandem::detail {
+
+// A fused group's profile event: its ops as the loop runs them, the bytes
+// its operands and its output hold.
+template <class Kernel, class Operands, class T>
+void describe_group(profile_range& range, const Operands& operands, const tensor<T>& out) {
+  range.describe([&](profile_event& e) {
+    for_each_type<typename Kernel::layout::classes>([&]<class P>(std::type_identity<P>) {
+      if (!e.detail.empty()) e.detail += ", ";
+      e.detail += node_traits<P>::op::name;
+    });
+    std::apply([&](const auto&... t) { (add_operand(e, t), ...); }, operands);
+    e.bytes += out.numel() * static_cast<std::int64_t>(sizeof(T));
+  });
+}
 
 // The keys of a group's leaves, in the order of its operands: inline up to
 // eight, so that binding a group allocates nothing.
@@ -150,6 +165,7 @@ class executor final : public graph_run {
     if (differentiated_)
       throw error("tandem::backward: a static graph's run was differentiated already (its saved values are freed)");
     differentiated_ = true;
+    profile_range range(profile_category::backward, "backward steps of static_graph");
     memo_.clear();
     for (auto& [key, g] : seeds)
       std::visit(

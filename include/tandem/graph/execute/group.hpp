@@ -17,6 +17,8 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& 
   using C = typename kernel_type::compute_type;
   using T = value_of_t<R>;
   ++counters_.fused_loops;
+  profile_range range(profile_category::group, named_by, [] { return std::string("fused ") + kernel_type::name; });
+  range.names_tasks(kernel_type::name);
   kernel_type kernel;
   using operands_type = group_operand_tensors_t<Root, R>;
   constexpr std::size_t product_slot = kernel_type::layout::product;
@@ -89,6 +91,7 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& 
         },
         operands);
   }
+  if (range.recording()) describe_group<kernel_type>(range, operands, out);
   if constexpr (std::is_floating_point_v<T>) {
     if (for_backward_) {
       require_derivatives<kernel_type>();

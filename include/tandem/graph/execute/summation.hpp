@@ -25,6 +25,9 @@ tensor<value_of_t<N>> executor<Root, Inputs, OnDevice>::run_summation(const sym<
   using T = value_of_t<N>;
   ++counters_.fused_loops;
   const N& node = s.node();
+  profile_range range(profile_category::group, named_by,
+                      [&] { return std::string("fused ") + kernel_type::name + " into " + profile_name(node.name); });
+  range.names_tasks(kernel_type::name);
   kernel_type kernel;
   group_operand_tensors_t<Root, R> operands;
   operand_keys keys;
@@ -112,6 +115,7 @@ tensor<value_of_t<N>> executor<Root, Inputs, OnDevice>::run_summation(const sym<
         }
       },
       operands);
+  if (range.recording()) describe_group<kernel_type>(range, operands, out);
 
   if constexpr (std::is_floating_point_v<T>) {
     if (for_backward_ && !one_pass)

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "tandem/core/profiling.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 
 namespace tandem::detail {
@@ -43,6 +44,9 @@ struct pool_job {
   std::mutex mutex;
   std::condition_variable done;
   std::exception_ptr failure;
+  // The op whose range was open where the job was handed out, for the
+  // chunks' profile events (nullptr when no profiler records).
+  const char* op_name = profiling() ? profiled_op_name : nullptr;
   pool_job(chunk_job j, std::int64_t n) : job(j), total(n), pending(n) {}
 };
 
@@ -60,6 +64,8 @@ struct thread_pool::workers {
     inside_worker() = true;
     for (std::int64_t c; (c = job.next.fetch_add(1)) < job.total;) {
       try {
+        profile_range range(profile_category::task, named_by,
+                            [&] { return std::string(job.op_name ? job.op_name : "parallel_for") + " chunk"; });
         job.job(c);
       } catch (...) {
         std::lock_guard lock(job.mutex);

@@ -16,6 +16,7 @@
 
 #include "tandem/autograd/derivative.hpp"
 #include "tandem/capture/deferred_op.hpp"
+#include "tandem/core/profile_tensors.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/graph/fwd.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
@@ -280,10 +281,12 @@ auto make_device_operand(const X& x, const shape& out) {
 // Runs `op` on the GPU that holds the operands, into a fresh tensor there.
 template <class R, class C, class Op, class... X>
 tensor<R> device_map(const Op& op, device where, const X&... x) {
+  profile_range range(profile_category::op, Op::name);
   shape out_shape = broadcast_all<Op>(x...);
   tensor<R> out(out_shape, where);
   run_cuda_elementwise<R, C>(Op::name, op, where, out_shape, out.device_data(), contiguous_strides(out_shape),
                              make_device_operand(x, out_shape)...);
+  if (range.recording()) describe_op(range, out, x...);
   record(op, out, x...);
   return out;
 }
@@ -306,15 +309,18 @@ map_result_t<Op, X...> eager_map(const Op& op, const X&... x) {
       return out;
     }
   }
+  profile_range range(profile_category::op, Op::name);
   if (const shape* common = common_contiguous_shape(x...)) {
     tensor<R> out(*common);
     elementwise_flat<R, C>(op, out.numel(), out.data(), make_flat_operand(x)...);
+    if (range.recording()) describe_op(range, out, x...);
     record(op, out, x...);
     return out;
   }
   shape out_shape = broadcast_all<Op>(x...);
   tensor<R> out(out_shape);
   elementwise<R, C>(op, out_shape, out.data(), contiguous_strides(out_shape), make_operand(x, out_shape)...);
+  if (range.recording()) describe_op(range, out, x...);
   record(op, out, x...);
   return out;
 }
