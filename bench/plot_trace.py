@@ -4,6 +4,7 @@ profile_trace::save writes): a row per thread, an event's bar stacked by its
 nesting, coloured by its category, the longest named.
 
     python3 bench/plot_trace.py trace.json docs/images/profile_timeline.png [--from US --to US]
+    python3 bench/plot_trace.py trace.json out.png --scopes "cnn graph step"   # the span of those scopes
 """
 import argparse
 import json
@@ -26,13 +27,18 @@ def main():
     parser.add_argument("image")
     parser.add_argument("--from", dest="start", type=float, default=None, help="first microsecond shown")
     parser.add_argument("--to", dest="stop", type=float, default=None, help="last microsecond shown")
+    parser.add_argument("--scopes", help="show the span of the user scopes whose names start so")
     parser.add_argument("--title", default="")
     args = parser.parse_args()
     events = [e for e in json.load(open(args.trace))["traceEvents"] if e.get("ph") == "X"]
+    if args.scopes:
+        scopes = [e for e in events if e.get("cat") == "user" and e["name"].startswith(args.scopes)]
+        args.start = min(e["ts"] for e in scopes)
+        args.stop = max(e["ts"] + e["dur"] for e in scopes)
     if args.start is not None:
-        events = [e for e in events if e["ts"] + e["dur"] >= args.start]
+        events = [e for e in events if e["ts"] >= args.start]
     if args.stop is not None:
-        events = [e for e in events if e["ts"] <= args.stop]
+        events = [e for e in events if e["ts"] + e["dur"] <= args.stop]
     threads = sorted({e["tid"] for e in events})
     # Depth on each thread from containment, as the profiler nests events.
     depth, open_events = {}, {}

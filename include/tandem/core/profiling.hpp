@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "tandem/core/config.hpp"
+
 // 0 compiles every hook out (profiling() is false at compile time): only
 // for measuring what the hooks cost (bench/profiler_overhead.cpp); a
 // program built so records nothing.
@@ -209,7 +211,7 @@ class profile_registry {
 };
 
 // The one check every hook makes first.
-inline bool profiling() noexcept {
+TANDEM_ALWAYS_INLINE bool profiling() noexcept {
 #if TANDEM_PROFILER_HOOKS
   return profiler_recording.load(std::memory_order_relaxed);
 #else
@@ -236,26 +238,20 @@ inline constexpr named_by_t named_by{};
 // Off, it is a few words and a predicted branch at each end.
 class profile_range {
  public:
-  profile_range(profile_category category, const char* name) {
-    if (profiling()) [[unlikely]] {
-      open(category, profile_name(name));
-      if (category == profile_category::op) {
-        outer_op_ = profiled_op_name;
-        profiled_op_name = name;
-        names_op_ = true;
-      }
-    }
+  TANDEM_ALWAYS_INLINE profile_range(profile_category category, const char* name) {
+    if (profiling()) [[unlikely]]
+      open_static(category, name);
   }
   profile_range(profile_category category, const std::string& name) {
     if (profiling()) [[unlikely]]
       open(category, profile_name(name));
   }
   template <class MakeName>
-  profile_range(profile_category category, named_by_t, MakeName&& make_name) {
+  TANDEM_ALWAYS_INLINE profile_range(profile_category category, named_by_t, MakeName&& make_name) {
     if (profiling()) [[unlikely]]
-      open(category, profile_name(make_name()));
+      open_named(category, make_name);
   }
-  ~profile_range() {
+  TANDEM_ALWAYS_INLINE ~profile_range() {
     if (index_ >= 0) [[unlikely]]
       close();
   }
@@ -283,20 +279,34 @@ class profile_range {
  private:
   // Out of line and cold: what runs only while a profiler records stays
   // out of the ops' hot code.
-  [[gnu::cold, gnu::noinline]] void open(profile_category category, std::string name) {
+  TANDEM_COLD void open(profile_category category, std::string name) {
     const auto where = profile_registry::instance().open(category, std::move(name));
     session_ = where.session;
     index_ = where.index;
+    outer_op_ = nullptr;
+    names_op_ = false;
   }
-  [[gnu::cold, gnu::noinline]] void close() {
+  // `name` lives as long as the program (an op's name): an op's range names
+  // the pool's chunks after it.
+  TANDEM_COLD void open_static(profile_category category, const char* name) {
+    open(category, profile_name(name));
+    if (category == profile_category::op) names_tasks(name);
+  }
+  template <class MakeName>
+  TANDEM_COLD void open_named(profile_category category, const MakeName& make_name) {
+    open(category, profile_name(make_name()));
+  }
+  TANDEM_COLD void close() {
     profile_registry::instance().close(session_, index_);
     if (names_op_) profiled_op_name = outer_op_;
   }
 
+  // Off, only index_ is written (the cached call of jit(x + y) runs
+  // several ranges); the others are set where a range opens.
   std::int64_t index_ = -1;
-  std::uint64_t session_ = 0;
-  const char* outer_op_ = nullptr;
-  bool names_op_ = false;
+  std::uint64_t session_;
+  const char* outer_op_;
+  bool names_op_;
 };
 
 // Work that starts on one thread and completes later, maybe on another (an
@@ -337,10 +347,7 @@ class profile_async {
   std::uint64_t session_ = 0;
 };
 
-// An allocation (bytes > 0) or a release (bytes < 0) of a tensor buffer.
-inline void profile_allocation(std::int64_t bytes) {
-  if (!profiling()) [[likely]]
-    return;
+TANDEM_COLD void record_allocation(std::int64_t bytes) {
   auto& registry = profile_registry::instance();
   const std::int64_t live = registry.live_bytes().fetch_add(bytes, std::memory_order_relaxed) + bytes;
   if (bytes < 0) return;  // releases move the live total; allocations are the events
@@ -349,6 +356,12 @@ inline void profile_allocation(std::int64_t bytes) {
     e.bytes = bytes;
     e.live_bytes = live;
   });
+}
+
+// An allocation (bytes > 0) or a release (bytes < 0) of a tensor buffer.
+TANDEM_ALWAYS_INLINE void profile_allocation(std::int64_t bytes) {
+  if (profiling()) [[unlikely]]
+    record_allocation(bytes);
 }
 
 }  // namespace detail

@@ -291,9 +291,36 @@ tensor<R> device_map(const Op& op, device where, const X&... x) {
   return out;
 }
 
-// Runs `op` now: broadcasts, allocates the result, runs the elementwise
-// kernel and records the op. Scalars come converted (as_map_operand).
-// Under a capture, the op is deferred instead, and recorded.
+// On the host: broadcasts, allocates the result, runs the elementwise
+// kernel and records the op.
+template <class R, class C, class Op, class... X>
+tensor<R> host_map(const Op& op, const X&... x) {
+  if (const shape* common = common_contiguous_shape(x...)) {
+    tensor<R> out(*common);
+    elementwise_flat<R, C>(op, out.numel(), out.data(), make_flat_operand(x)...);
+    record(op, out, x...);
+    return out;
+  }
+  shape out_shape = broadcast_all<Op>(x...);
+  tensor<R> out(out_shape);
+  elementwise<R, C>(op, out_shape, out.data(), contiguous_strides(out_shape), make_operand(x, out_shape)...);
+  record(op, out, x...);
+  return out;
+}
+
+// The same while a profiler records: out of line, so that the path that
+// does not record pays one branch.
+template <class R, class C, class Op, class... X>
+TANDEM_COLD tensor<R> profiled_host_map(const Op& op, const X&... x) {
+  profile_range range(profile_category::op, Op::name);
+  tensor<R> out = host_map<R, C>(op, x...);
+  describe_op(range, out, x...);
+  return out;
+}
+
+// Runs `op` now, on the GPU that holds the operands or on the host. Scalars
+// come converted (as_map_operand). Under a capture, the op is deferred
+// instead, and recorded.
 template <class Op, class... X>
 map_result_t<Op, X...> eager_map(const Op& op, const X&... x) {
   using base = typename tensors_promoted<X...>::type;
@@ -309,20 +336,9 @@ map_result_t<Op, X...> eager_map(const Op& op, const X&... x) {
       return out;
     }
   }
-  profile_range range(profile_category::op, Op::name);
-  if (const shape* common = common_contiguous_shape(x...)) {
-    tensor<R> out(*common);
-    elementwise_flat<R, C>(op, out.numel(), out.data(), make_flat_operand(x)...);
-    if (range.recording()) describe_op(range, out, x...);
-    record(op, out, x...);
-    return out;
-  }
-  shape out_shape = broadcast_all<Op>(x...);
-  tensor<R> out(out_shape);
-  elementwise<R, C>(op, out_shape, out.data(), contiguous_strides(out_shape), make_operand(x, out_shape)...);
-  if (range.recording()) describe_op(range, out, x...);
-  record(op, out, x...);
-  return out;
+  if (profiling()) [[unlikely]]
+    return profiled_host_map<R, C>(op, x...);
+  return host_map<R, C>(op, x...);
 }
 
 // Applies `op` elementwise to broadcast operands: a fresh tensor now, or a
