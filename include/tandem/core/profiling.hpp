@@ -251,6 +251,14 @@ class profile_range {
     if (profiling()) [[unlikely]]
       open_named(category, make_name);
   }
+  // Named `prefix name suffix`, joined only when it records: one function
+  // for every caller (a fused group's range is one per graph type, and a
+  // lambda naming it would compile a function for each).
+  TANDEM_ALWAYS_INLINE profile_range(profile_category category, const char* prefix, const char* name,
+                                     const char* suffix = "") {
+    if (profiling()) [[unlikely]]
+      open_joined(category, prefix, name, suffix);
+  }
   TANDEM_ALWAYS_INLINE ~profile_range() {
     if (index_ >= 0) [[unlikely]]
       close();
@@ -295,6 +303,9 @@ class profile_range {
   template <class MakeName>
   TANDEM_COLD void open_named(profile_category category, const MakeName& make_name) {
     open(category, profile_name(make_name()));
+  }
+  TANDEM_COLD void open_joined(profile_category category, const char* prefix, const char* name, const char* suffix) {
+    open(category, std::string(prefix) + profile_name(name) + suffix);
   }
   TANDEM_COLD void close() {
     profile_registry::instance().close(session_, index_);

@@ -18,7 +18,9 @@
 // kernel; the summations, products and other ops run as the eager ops do
 // on the device. Only a program's nvcc unit instantiates it.
 
+#include <array>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -39,17 +41,48 @@
 namespace tandem::detail {
 
 // A fused group's profile event: its ops as the loop runs them, the bytes
-// its operands and its output hold.
+// its operands and its output hold. The strings are built by one function
+// for every group; a group's own part is a constant array and a few words.
+struct profiled_operand {
+  const shape* extent;
+  std::int64_t bytes;
+};
+
+TANDEM_COLD void describe_fused_group(profile_range& range, std::span<const char* const> ops,
+                                      std::span<const profiled_operand> operands, std::int64_t out_bytes) {
+  std::string names, shapes;
+  for (const char* op : ops) names += (names.empty() ? "" : ", ") + std::string(op);
+  std::int64_t bytes = out_bytes;
+  for (const auto& o : operands) {
+    shapes += (shapes.empty() ? "" : ", ") + to_string(*o.extent);
+    bytes += o.bytes;
+  }
+  range.describe([&](profile_event& e) {
+    e.detail = std::move(names);
+    e.shapes = std::move(shapes);
+    e.bytes = bytes;
+  });
+}
+
+template <class Kernel>
+constexpr auto group_op_names() {
+  std::array<const char*, Kernel::n_classes> names{};
+  std::size_t i = 0;
+  for_each_type<typename Kernel::layout::classes>(
+      [&]<class P>(std::type_identity<P>) { names[i++] = node_traits<P>::op::name; });
+  return names;
+}
+
 template <class Kernel, class Operands, class T>
 void describe_group(profile_range& range, const Operands& operands, const tensor<T>& out) {
-  range.describe([&](profile_event& e) {
-    for_each_type<typename Kernel::layout::classes>([&]<class P>(std::type_identity<P>) {
-      if (!e.detail.empty()) e.detail += ", ";
-      e.detail += node_traits<P>::op::name;
-    });
-    std::apply([&](const auto&... t) { (add_operand(e, t), ...); }, operands);
-    e.bytes += out.numel() * static_cast<std::int64_t>(sizeof(T));
-  });
+  static constexpr auto ops = group_op_names<Kernel>();
+  const auto described = std::apply(
+      [](const auto&... t) {
+        return std::array<profiled_operand, sizeof...(t)>{profiled_operand{
+            &t.shape(), t.numel() * static_cast<std::int64_t>(sizeof(typename std::decay_t<decltype(t)>::value_type))}...};
+      },
+      operands);
+  describe_fused_group(range, ops, described, out.numel() * static_cast<std::int64_t>(sizeof(T)));
 }
 
 // The keys of a group's leaves, in the order of its operands: inline up to

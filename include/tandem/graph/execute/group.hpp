@@ -17,7 +17,7 @@ tensor<value_of_t<R>> executor<Root, Inputs, OnDevice>::run_group(const sym<R>& 
   using C = typename kernel_type::compute_type;
   using T = value_of_t<R>;
   ++counters_.fused_loops;
-  profile_range range(profile_category::group, named_by, [] { return std::string("fused ") + kernel_type::name; });
+  profile_range range(profile_category::group, "fused ", kernel_type::name);
   range.names_tasks(kernel_type::name);
   kernel_type kernel;
   using operands_type = group_operand_tensors_t<Root, R>;

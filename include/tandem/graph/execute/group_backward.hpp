@@ -16,7 +16,7 @@ template <class Kernel, class G, class Operands>
 void executor<Root, Inputs, OnDevice>::group_backward(const Kernel& kernel, const G& g, const Operands& operands, const operand_keys& keys,
                                             const shape& out_shape) {
   using C = typename Kernel::compute_type;
-  profile_range range(profile_category::backward, named_by, [] { return std::string("fused ") + Kernel::name + " backward"; });
+  profile_range range(profile_category::backward, "fused ", Kernel::name, " backward");
   range.names_tasks(Kernel::name);
   constexpr auto wanted = floating_operand_positions<Operands>();
   constexpr auto writers = adjoint_writers<Kernel, Operands>();

@@ -25,8 +25,7 @@ tensor<value_of_t<N>> executor<Root, Inputs, OnDevice>::run_summation(const sym<
   using T = value_of_t<N>;
   ++counters_.fused_loops;
   const N& node = s.node();
-  profile_range range(profile_category::group, named_by,
-                      [&] { return std::string("fused ") + kernel_type::name + " into " + profile_name(node.name); });
+  profile_range range(profile_category::group, "fused ", kernel_type::name, " into a sum or mean");
   range.names_tasks(kernel_type::name);
   kernel_type kernel;
   group_operand_tensors_t<Root, R> operands;
