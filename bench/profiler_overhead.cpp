@@ -73,20 +73,13 @@ void eager_backward(benchmark::State& state, bool on) {
   });
 }
 
-void cached_add_call_off(benchmark::State& state) { cached_add_call(state, false); }
-void eager_chain_off(benchmark::State& state) { eager_chain(state, false); }
-void eager_backward_off(benchmark::State& state) { eager_backward(state, false); }
-BENCHMARK(cached_add_call_off);
-BENCHMARK(eager_chain_off);
-BENCHMARK(eager_backward_off);
-
+BENCHMARK_CAPTURE(cached_add_call, off, false);
+BENCHMARK_CAPTURE(eager_chain, off, false);
+BENCHMARK_CAPTURE(eager_backward, off, false);
 #if TANDEM_PROFILER_HOOKS
-void cached_add_call_on(benchmark::State& state) { cached_add_call(state, true); }
-void eager_chain_on(benchmark::State& state) { eager_chain(state, true); }
-void eager_backward_on(benchmark::State& state) { eager_backward(state, true); }
-BENCHMARK(cached_add_call_on);
-BENCHMARK(eager_chain_on);
-BENCHMARK(eager_backward_on);
+BENCHMARK_CAPTURE(cached_add_call, on, true);
+BENCHMARK_CAPTURE(eager_chain, on, true);
+BENCHMARK_CAPTURE(eager_backward, on, true);
 #endif
 
 }  // namespace

@@ -32,9 +32,9 @@ def main():
             bare.setdefault(name, []).append(t)
     print(f"{'case':<22} {'without hooks ns':>17} {'off ns':>9} {'off/without':>12} {'on ns':>9} {'on/without':>11}")
     for case in ("cached_add_call", "eager_chain", "eager_backward"):
-        without = statistics.median(bare[f"{case}_off"])
-        off = statistics.median(hooks[f"{case}_off"])
-        on = statistics.median(hooks[f"{case}_on"])
+        without = statistics.median(bare[f"{case}/off"])
+        off = statistics.median(hooks[f"{case}/off"])
+        on = statistics.median(hooks[f"{case}/on"])
         print(f"{case:<22} {without:>17.1f} {off:>9.1f} {off / without:>12.3f} {on:>9.1f} {on / without:>11.2f}")
 
 
