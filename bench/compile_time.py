@@ -138,6 +138,25 @@ int main() {
 """
 
 
+LINEAR_CALL = PROLOGUE + """
+int main() {
+  generator gen(1);
+  nn::linear<float> layer(4, 3, gen);
+  tensor<float> y = layer(ones<float>({2, 4}));
+  return y.at(0, 0) == y.at(0, 0) ? 0 : 1;
+}
+"""
+
+GPT_FORWARD = PROLOGUE + """
+int main() {
+  generator gen(1);
+  nn::gpt<float, 2> model({.vocabulary = 11, .context = 8, .width = 8, .heads = 2}, gen);
+  tensor<float> logits = model(zeros<std::int64_t>({2, 8}));
+  return logits.at(0, 0, 0) == logits.at(0, 0, 0) ? 0 : 1;
+}
+"""
+
+
 def cases(which):
     out = [
         ("umbrella include + empty main", "source", EMPTY),
@@ -149,6 +168,8 @@ def cases(which):
         ("chain of 50 ops + grad", "source", chain(50)),
         ("chain of 200 ops + grad", "source", chain(200)),
         ("30 steps of h = h * 0.5f + h + grad", "source", doubling_chain(30)),
+        ("nn::linear called", "source", LINEAR_CALL),
+        ("nn::gpt forward", "source", GPT_FORWARD),
         ("examples/demo.cpp", "file", os.path.join(ROOT, "examples", "demo.cpp")),
         ("examples/rnn_scan.cpp", "file", os.path.join(ROOT, "examples", "rnn_scan.cpp")),
     ]

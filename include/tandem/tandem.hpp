@@ -63,3 +63,6 @@
 // Last: with the compiled library, it declares the eager nodes of the ops
 // above as instantiated there.
 #include "tandem/compiled/eager.hpp"
+// With the compiled library, it declares the library's modules' static
+// graphs as instantiated there.
+#include "tandem/compiled/modules.hpp"

@@ -179,6 +179,18 @@ struct forward_of {
     return self->forward(a...);
   }
 };
+
+// A module's call in mode::graph, returning R: the eager forward's type,
+// which the graph's equals. R is given, not deduced, so that tandem::compiled
+// can declare the library's own modules' graphs extern (compiled/modules.hpp)
+// without instantiating anything: a declaration cannot keep the compiler from
+// instantiating a function whose type it must deduce, and each of these
+// graphs costs seconds (nn::gpt's and its blocks' about 28 s of g++ time)
+// in every translation unit that calls the module, eagerly or not.
+template <class R, class M, class... A>
+R run_as_graph(const M& self, const std::shared_ptr<tandem::detail::plan_cache>& plans, const A&... a) {
+  return static_graph<forward_of<M>>(forward_of<M>{&self}, plans)(a...);
+}
 }  // namespace detail
 
 // The base of a module type M (M derives from module<M>): registration, and
@@ -195,7 +207,7 @@ class module : public module_base {
       return self.forward(a...);
     } else {
       if (get_mode() == mode::graph && jit_enabled())
-        return static_graph<detail::forward_of<M>>(detail::forward_of<M>{&self}, plans_)(a...);
+        return detail::run_as_graph<decltype(self.forward(a...))>(self, plans_, a...);
       return self.forward(a...);
     }
   }

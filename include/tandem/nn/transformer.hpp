@@ -100,7 +100,7 @@ class transformer_block : public module<transformer_block<T>> {
   // graph with respect to them would find zeros.
   struct block_graph {
     const transformer_block* self;
-    tensor<T> operator()(const tensor<T>& x) const { return static_graph<body_of>(body_of{self}, self->plans_)(x); }
+    tensor<T> operator()(const tensor<T>& x) const { return self->run_body(x); }
     shape result_shape(const shape& in) const { return in; }
     std::vector<tensor<T>> held_parameters() const {
       std::vector<tensor<T>> held;
@@ -109,7 +109,17 @@ class transformer_block : public module<transformer_block<T>> {
     }
   };
 
+  // Defined outside the class, so not inline: tandem::compiled declares it
+  // extern for float and double (compiled/modules.hpp), and a graph holding
+  // blocks then compiles none of the block's own.
+  tensor<T> run_body(const tensor<T>& x) const;
+
   std::shared_ptr<tandem::detail::plan_cache> plans_ = std::make_shared<tandem::detail::plan_cache>();
 };
+
+template <floating_element T>
+tensor<T> transformer_block<T>::run_body(const tensor<T>& x) const {
+  return static_graph<body_of>(body_of{this}, plans_)(x);
+}
 
 }  // namespace tandem::nn

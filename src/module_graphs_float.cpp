@@ -1,0 +1,6 @@
+// The compiled library's float modules' static graphs (mode::graph): the one
+// place they are instantiated for every translation unit that links
+// tandem::compiled.
+#include "tandem/tandem.hpp"
+
+TANDEM_COMPILED_MODULE_GRAPHS(float)
