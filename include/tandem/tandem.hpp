@@ -16,6 +16,7 @@
 #include "tandem/core/error.hpp"
 #include "tandem/core/print.hpp"
 #include "tandem/core/random.hpp"
+#include "tandem/core/reduced_float.hpp"
 #include "tandem/core/shape.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/data/batches.hpp"
