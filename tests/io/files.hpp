@@ -65,7 +65,7 @@ inline void put_file_bytes(const std::filesystem::path& p, const std::vector<std
 template <class T>
 T formula(std::int64_t i) {
   if constexpr (std::is_same_v<T, bool>) return i % 3 == 0;
-  else if constexpr (std::is_floating_point_v<T>) return static_cast<T>(static_cast<double>(i) * 0.25 - 1);
+  else if constexpr (is_floating_v<T>) return static_cast<T>(static_cast<double>(i) * 0.25 - 1);
   else if constexpr (sizeof(T) == 4) return static_cast<T>(i * 3 - 5);
   else return static_cast<T>(i * 3 - 5 + (i % 2) * (std::int64_t{1} << 40));
 }

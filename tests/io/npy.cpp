@@ -3,6 +3,7 @@
 // writes equal to NumPy's bytes; round trips bit-exact for every element
 // type, layout and size; every truncation and corruption refused.
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -24,8 +25,21 @@ TEST_CASE("npy: NumPy's files read as NumPy wrote them, in C and Fortran order a
   CHECK(io::load_npy<float>(test::data_file("c_f4_2x3.npy")).shape() == shape{2, 3});
 }
 
-TEST_CASE("npy: an element type tandem lacks, or another than asked for, is refused by name") {
-  CHECK_THROWS_WITH_AS(io::load_npy(test::data_file("f2_3.npy")), doctest::Contains("'<f2'"), io_error);
+TEST_CASE("npy: float16 reads and writes; an element type tandem lacks, or another than asked for, is refused by name") {
+  test::check_formula<float16>(io::load_npy(test::data_file("f2_3.npy")), {3});
+  auto half_bytes = test::file_bytes(test::data_file("f2_3.npy"));
+  io::save_npy(test::scratch_file("f2_3.npy"), test::formula_tensor<float16>({3}));
+  CHECK(test::file_bytes(test::scratch_file("f2_3.npy")) == half_bytes);
+  // The same file claiming uint16, which tandem has no type for.
+  const std::string half = "'<f2'";
+  auto at = std::search(half_bytes.begin(), half_bytes.end(), half.begin(), half.end());
+  REQUIRE(at != half_bytes.end());
+  at[2] = 'u';
+  test::put_file_bytes(test::scratch_file("u2_3.npy"), half_bytes);
+  CHECK_THROWS_WITH_AS(io::load_npy(test::scratch_file("u2_3.npy")), doctest::Contains("'<u2'"), io_error);
+  // NumPy has no bfloat16.
+  CHECK_THROWS_WITH_AS(io::save_npy(test::scratch_file("bf16.npy"), ones<bfloat16>({2})),
+                       doctest::Contains("NumPy has no bfloat16"), io_error);
   CHECK_THROWS_WITH_AS(io::load_npy<double>(test::data_file("c_f4_2x3.npy")), doctest::Contains("holds float32, not float64"),
                        io_error);
 }
@@ -45,10 +59,10 @@ TEST_CASE("npy: tandem writes the bytes NumPy writes") {
 }
 
 TEST_CASE_TEMPLATE("npy: round trips are bit-exact at every size and from strided views", T, bool, std::int32_t, std::int64_t,
-                   float, double) {
+                   float, double, float16) {
   for (std::int64_t n : test::tail_sizes) {
     tensor<T> t = test::formula_tensor<T>({n});
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (is_floating_v<T>) {
       if (n >= 7) {
         t.data()[0] = std::numeric_limits<T>::quiet_NaN();
         t.data()[1] = -T(0);

@@ -4,6 +4,8 @@
 // Python (bench/interop_reference.py --check); every truncation of the
 // header, overlap, hole, wrong size and random corruption refused.
 
+#include <algorithm>
+
 #include "io/files.hpp"
 #include "support/check.hpp"
 
@@ -39,18 +41,28 @@ TEST_CASE("safetensors: the reference implementation's file reads exactly, metad
   CHECK_THROWS_WITH_AS(file.get<float>("f64"), doctest::Contains("holds float64, not float32"), io_error);
 }
 
-TEST_CASE("safetensors: a dtype tandem lacks is listed, and refused by name only when read") {
-  io::safetensors_file file(test::data_file("mixed.safetensors"));
-  CHECK(file.dtype_name("f16") == "F16");
+TEST_CASE("safetensors: F16 reads as float16; a dtype tandem lacks is listed, and refused by name only when read") {
+  test::check_formula<float16>(io::safetensors_file(test::data_file("mixed.safetensors")).get("f16"), {3});
+  // The same file with its F16 tensor claiming I16, which tandem has no type for.
+  auto bytes = test::file_bytes(test::data_file("mixed.safetensors"));
+  const std::string half = "\"F16\"";
+  auto at = std::search(bytes.begin(), bytes.end(), half.begin(), half.end());
+  REQUIRE(at != bytes.end());
+  at[1] = 'I';
+  test::put_file_bytes(test::scratch_file("mixed_i16.safetensors"), bytes);
+  io::safetensors_file file(test::scratch_file("mixed_i16.safetensors"));
+  CHECK(file.dtype_name("f16") == "I16");
   test::check_formula<float>(file.get("f32"), {2});
-  CHECK_THROWS_WITH_AS(file.get("f16"), doctest::Contains("dtype F16"), io_error);
-  CHECK_THROWS_AS(io::load_safetensors(test::data_file("mixed.safetensors")), io_error);
+  CHECK_THROWS_WITH_AS(file.get("f16"), doctest::Contains("dtype I16"), io_error);
+  CHECK_THROWS_AS(io::load_safetensors(test::scratch_file("mixed_i16.safetensors")), io_error);
 }
 
 TEST_CASE("safetensors: round trips are bit-exact and aligned tensors are views of the mapped file") {
   io::named_tensors tensors{{"f32", test::formula_tensor<float>({2, 3})},
                             {"i64", test::formula_tensor<std::int64_t>({3})},
-                            {"flags", test::formula_tensor<bool>({4})}};
+                            {"flags", test::formula_tensor<bool>({4})},
+                            {"bf16", test::formula_tensor<bfloat16>({5})},
+                            {"f16", test::formula_tensor<float16>({2, 2})}};
   auto path = test::scratch_file("written.safetensors");
   io::save_safetensors(path, tensors, {{"source", "tandem"}, {"quoted", "a \"b\"\n"}});
   io::safetensors_file file(path);
@@ -58,6 +70,9 @@ TEST_CASE("safetensors: round trips are bit-exact and aligned tensors are views 
   test::check_formula<float>(file.get("f32"), {2, 3});
   test::check_formula<std::int64_t>(file.get("i64"), {3});
   test::check_formula<bool>(file.get("flags"), {4});
+  test::check_formula<bfloat16>(file.get("bf16"), {5});
+  test::check_formula<float16>(file.get("f16"), {2, 2});
+  CHECK(file.dtype_name("bf16") == "BF16");
   // Two reads of one tensor share the mapping's memory: nothing was copied.
   CHECK(file.get<float>("f32").data() == file.get<float>("f32").data());
   CHECK(file.get<std::int64_t>("i64").data() == file.get<std::int64_t>("i64").data());

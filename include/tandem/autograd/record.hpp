@@ -22,6 +22,8 @@
 #include "tandem/autograd/grad_mode.hpp"
 #include "tandem/autograd/meta.hpp"
 #include "tandem/autograd/node.hpp"
+#include "tandem/core/dtype.hpp"
+#include "tandem/core/error.hpp"
 #include "tandem/core/tensor.hpp"
 
 namespace tandem::detail {
@@ -288,6 +290,13 @@ void record(const Op& op, tensor<R>& out, const X&... x) {
                   ": this op has no derivative rule, but an input requires a gradient; give the op a "
                   "derivative<I>(g, y, x...) member or specialize tandem::derivative");
     }
+  } else if constexpr (is_reduced_float_v<R>) {
+    // A 16-bit result carries no gradient: an input that needs one would
+    // lose it here without a word.
+    if (is_grad_enabled() && (input_requires_grad(x) || ...))
+      throw value_error(std::string("tandem::") + Op::name + ": a " + std::string(dtype_name(dtype_of<R>)) +
+                        " result cannot carry a gradient, but an input requires one; compute in float or "
+                        "double, or detach() the input");
   }
 }
 

@@ -10,7 +10,7 @@
 
 namespace tandem {
 
-using any_tensor =
-    std::variant<tensor<float>, tensor<double>, tensor<std::int32_t>, tensor<std::int64_t>, tensor<bool>>;
+using any_tensor = std::variant<tensor<float>, tensor<double>, tensor<std::int32_t>, tensor<std::int64_t>,
+                                tensor<bool>, tensor<bfloat16>, tensor<float16>>;
 
 }  // namespace tandem

@@ -24,7 +24,8 @@ tensor<T> empty(shape s, device where = device::cpu) {
 template <class T = void, scalar S>
 auto full(shape s, S value, device where = device::cpu) {
   using E = std::conditional_t<std::is_void_v<T>, S, T>;
-  static_assert(is_element_v<E>, "tandem::full: the element type must be float, double, int32_t, int64_t or bool");
+  static_assert(is_element_v<E>,
+                "tandem::full: the element type must be float, double, bfloat16, float16, int32_t, int64_t or bool");
   tensor<E> out(std::move(s), where);
   out.fill(value);
   return out;

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "tandem/core/dtype.hpp"
+#include "tandem/core/reduced_float.hpp"
 #include "tandem/core/tensor.hpp"
 
 namespace tandem {
@@ -38,17 +40,55 @@ inline print_options get_print_options() { return detail::current_print_options(
 
 namespace detail {
 
+// The shortest digits that read back as x: to_chars's for float and double.
+template <class T>
+std::string shortest_chars(T x, std::chars_format format) {
+  char buf[512];
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, x, format).ptr);
+}
+
+// The same for a 16-bit float, which to_chars does not know: the fewest
+// significant digits that read back (rounded to the format) as the same
+// bits, as NumPy prints float16; positionally, every digit of the integer
+// part and the fraction to the same last digit (65504 in float16 is
+// "65504", 0.1 is "0.1").
+template <int E, int M>
+std::string shortest_chars(reduced_float<E, M> x, std::chars_format format) {
+  const double v = static_cast<double>(x);
+  char buf[512];
+  int decimals = 0;
+  char* end = buf;
+  for (; decimals <= 17; ++decimals) {
+    end = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific, decimals).ptr;
+    double back = 0;
+    std::from_chars(buf, end, back);
+    if (reduced_float<E, M>(back).bits() == x.bits()) break;
+  }
+  if (format == std::chars_format::scientific) return std::string(buf, end);
+  const int exponent = std::stoi(std::string(std::find(buf, end, 'e') + 1, end));
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed,
+                                        std::max(0, decimals - exponent)).ptr);
+}
+
+// x as to_chars formats at a given precision: 16-bit floats as their exact
+// double.
+template <class T>
+auto formattable(T x) {
+  if constexpr (is_reduced_float_v<T>) return static_cast<double>(x);
+  else return x;
+}
+
 // Shortest round-trip digits of x, cut to `precision` decimals, as
 // "int.frac" (positional) or "d.ddde+XX" (scientific), trailing zeros dropped.
 template <class T>
 std::string float_digits(T x, int precision, bool scientific) {
   char buf[512];
   auto format = scientific ? std::chars_format::scientific : std::chars_format::fixed;
-  std::string s(buf, std::to_chars(buf, buf + sizeof buf, x, format).ptr);
+  std::string s = shortest_chars(x, format);
   std::string mantissa = scientific ? s.substr(0, s.find('e')) : s;
   std::size_t dot = mantissa.find('.');
   if (dot != std::string::npos && static_cast<int>(mantissa.size() - dot - 1) > precision) {
-    s = std::string(buf, std::to_chars(buf, buf + sizeof buf, x, format, precision).ptr);
+    s = std::string(buf, std::to_chars(buf, buf + sizeof buf, formattable(x), format, precision).ptr);
     mantissa = scientific ? s.substr(0, s.find('e')) : s;
     dot = mantissa.find('.');
     if (dot != std::string::npos) {
@@ -110,11 +150,13 @@ class element_formatter {
     std::vector<T> finite;
     for (T v : shown)
       if (std::isfinite(v)) finite.push_back(v);
-    T largest = 0, smallest = std::numeric_limits<T>::infinity();
+    // Magnitudes compared as the type computes: 16-bit floats as floats.
+    using V = compute_t<T>;
+    V largest = 0, smallest = std::numeric_limits<V>::infinity();
     for (T v : finite)
-      if (v != 0) largest = std::max(largest, std::abs(v)), smallest = std::min(smallest, std::abs(v));
-    scientific_ = largest != 0 && (largest >= T(1e8) || (!options_.suppress_small &&
-                                                          (smallest < T(0.0001) || largest / smallest > T(1000))));
+      if (v != 0) largest = std::max(largest, std::abs(V(v))), smallest = std::min(smallest, std::abs(V(v)));
+    scientific_ = largest != 0 && (largest >= V(1e8) || (!options_.suppress_small &&
+                                                          (smallest < V(0.0001) || largest / smallest > V(1000))));
     precision_ = options_.precision;
     if (scientific_) {
       int widest = 0;
@@ -227,7 +269,7 @@ std::string to_string(const tensor<T>& x, const print_options& options = get_pri
   std::vector<T> shown;
   detail::collect_shown(x, 0, 0, summarise, options.edge_items, shown);
   if (x.dim() == 0) {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (is_floating_v<T>) {
       T v = shown[0];
       if (!std::isfinite(v)) return std::isnan(v) ? "nan" : (v < 0 ? "-inf" : "inf");
       std::string s = detail::float_digits(v, 17, false);

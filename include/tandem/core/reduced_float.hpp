@@ -73,7 +73,8 @@ constexpr std::uint16_t round_to_binary16(double x) {
     ++biased;
   }
   if (biased >= (1 << Format::exponent_bits) - 1) return sign | Format::exponent_mask;
-  return sign | static_cast<std::uint16_t>((static_cast<std::uint64_t>(biased) << m_bits) | (kept & Format::mantissa_mask));
+  return sign |
+         static_cast<std::uint16_t>((static_cast<std::uint64_t>(biased) << m_bits) | (kept & Format::mantissa_mask));
 }
 
 // The value of a format's bits, exactly.
@@ -96,18 +97,22 @@ constexpr double binary16_value(std::uint16_t h) {
     }
     mantissa &= Format::mantissa_mask;
   }
-  return std::bit_cast<double>(sign | (static_cast<std::uint64_t>(exponent + 1023) << 52) | (mantissa << (52 - m_bits)));
+  return std::bit_cast<double>(sign | (static_cast<std::uint64_t>(exponent + 1023) << 52) |
+                               (mantissa << (52 - m_bits)));
 }
 
 struct from_bits_tag {};
 
 }  // namespace detail
 
-// A 16-bit float of the given format (bfloat16, float16 below).
-template <class Format>
+// A 16-bit float of 1 sign, ExponentBits exponent and MantissaBits stored
+// mantissa bits (bfloat16, float16 below). The format is given by numbers,
+// not by a type in tandem::detail, so that argument-dependent lookup on a
+// tensor of them looks nowhere but in tandem.
+template <int ExponentBits, int MantissaBits>
 class reduced_float {
  public:
-  using format = Format;
+  using format = detail::binary16_format<ExponentBits, MantissaBits>;
 
   constexpr reduced_float() = default;
   // From any arithmetic value, rounded to nearest even: explicit, as a
@@ -116,8 +121,8 @@ class reduced_float {
     requires std::is_arithmetic_v<A>
   constexpr explicit reduced_float(A value) : bits_(from(value)) {}
   // From the other 16-bit format: widened to float exactly, then rounded once.
-  template <class Other>
-  constexpr explicit reduced_float(reduced_float<Other> value) : bits_(from(static_cast<float>(value))) {}
+  template <int E, int M>
+  constexpr explicit reduced_float(reduced_float<E, M> value) : bits_(from(static_cast<float>(value))) {}
 
   // The value with these bits.
   static constexpr reduced_float from_bits(std::uint16_t bits) { return reduced_float(detail::from_bits_tag{}, bits); }
@@ -125,17 +130,25 @@ class reduced_float {
 
   // Widening is exact, so it is implicit: a reduced_float reads as a float.
   constexpr operator float() const {
-    if constexpr (std::is_same_v<Format, detail::bfloat16_format>)
+    if constexpr (std::is_same_v<format, detail::bfloat16_format>)
       return std::bit_cast<float>(static_cast<std::uint32_t>(bits_) << 16);
     else
-      return static_cast<float>(detail::binary16_value<Format>(bits_));
+      return static_cast<float>(detail::binary16_value<format>(bits_));
   }
-  constexpr explicit operator double() const { return detail::binary16_value<Format>(bits_); }
+  constexpr explicit operator double() const { return detail::binary16_value<format>(bits_); }
 
-  friend constexpr reduced_float operator+(reduced_float a, reduced_float b) { return reduced_float(float(a) + float(b)); }
-  friend constexpr reduced_float operator-(reduced_float a, reduced_float b) { return reduced_float(float(a) - float(b)); }
-  friend constexpr reduced_float operator*(reduced_float a, reduced_float b) { return reduced_float(float(a) * float(b)); }
-  friend constexpr reduced_float operator/(reduced_float a, reduced_float b) { return reduced_float(float(a) / float(b)); }
+  friend constexpr reduced_float operator+(reduced_float a, reduced_float b) {
+    return reduced_float(float(a) + float(b));
+  }
+  friend constexpr reduced_float operator-(reduced_float a, reduced_float b) {
+    return reduced_float(float(a) - float(b));
+  }
+  friend constexpr reduced_float operator*(reduced_float a, reduced_float b) {
+    return reduced_float(float(a) * float(b));
+  }
+  friend constexpr reduced_float operator/(reduced_float a, reduced_float b) {
+    return reduced_float(float(a) / float(b));
+  }
   friend constexpr reduced_float operator-(reduced_float a) { return from_bits(a.bits_ ^ 0x8000u); }
   constexpr reduced_float& operator+=(reduced_float b) { return *this = *this + b; }
   constexpr reduced_float& operator-=(reduced_float b) { return *this = *this - b; }
@@ -153,21 +166,21 @@ class reduced_float {
 
   template <class A>
   static constexpr std::uint16_t from(A value) {
-    if constexpr (std::is_same_v<A, float> && std::is_same_v<Format, detail::bfloat16_format>) {
+    if constexpr (std::is_same_v<A, float> && std::is_same_v<format, detail::bfloat16_format>) {
       // float to bfloat16 drops float's low 16 bits: round them to nearest
       // even by adding just under half of the kept last place (plus the
       // last place's parity, which makes a tie round to even).
       const auto f = std::bit_cast<std::uint32_t>(value);
-      if ((f & 0x7fff'ffffu) > 0x7f80'0000u) return static_cast<std::uint16_t>((f >> 16) | Format::quiet_bit);
+      if ((f & 0x7fff'ffffu) > 0x7f80'0000u) return static_cast<std::uint16_t>((f >> 16) | format::quiet_bit);
       return static_cast<std::uint16_t>((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
     } else if constexpr (std::is_floating_point_v<A>) {
       // float and double widen to double exactly (long double may not: it is
       // rounded to double first).
-      return detail::round_to_binary16<Format>(static_cast<double>(value));
+      return detail::round_to_binary16<format>(static_cast<double>(value));
     } else {
       // Integers: to double, exact up to 2^53, far past every 16-bit float's
       // last exactly representable integer.
-      return detail::round_to_binary16<Format>(static_cast<double>(value));
+      return detail::round_to_binary16<format>(static_cast<double>(value));
     }
   }
 
@@ -175,35 +188,38 @@ class reduced_float {
 };
 
 // Google Brain's bfloat16: float's exponent range, 8 significant bits.
-using bfloat16 = reduced_float<detail::bfloat16_format>;
+using bfloat16 = reduced_float<8, 7>;
 // IEEE 754 binary16 (half precision): 11 significant bits, range +-65504.
-using float16 = reduced_float<detail::float16_format>;
+using float16 = reduced_float<5, 10>;
 
 template <class T>
 inline constexpr bool is_reduced_float_v = false;
-template <class Format>
-inline constexpr bool is_reduced_float_v<reduced_float<Format>> = true;
+template <int E, int M>
+inline constexpr bool is_reduced_float_v<reduced_float<E, M>> = true;
 
 // isnan, isinf and isfinite, read from the bits.
-template <class Format>
-constexpr bool isnan(reduced_float<Format> x) {
-  return (x.bits() & Format::exponent_mask) == Format::exponent_mask && (x.bits() & Format::mantissa_mask) != 0;
+template <int E, int M>
+constexpr bool isnan(reduced_float<E, M> x) {
+  using format = typename reduced_float<E, M>::format;
+  return (x.bits() & format::exponent_mask) == format::exponent_mask && (x.bits() & format::mantissa_mask) != 0;
 }
-template <class Format>
-constexpr bool isinf(reduced_float<Format> x) {
-  return (x.bits() & 0x7fffu) == Format::exponent_mask;
+template <int E, int M>
+constexpr bool isinf(reduced_float<E, M> x) {
+  return (x.bits() & 0x7fffu) == reduced_float<E, M>::format::exponent_mask;
 }
-template <class Format>
-constexpr bool isfinite(reduced_float<Format> x) {
-  return (x.bits() & Format::exponent_mask) != Format::exponent_mask;
+template <int E, int M>
+constexpr bool isfinite(reduced_float<E, M> x) {
+  using format = typename reduced_float<E, M>::format;
+  return (x.bits() & format::exponent_mask) != format::exponent_mask;
 }
 
 }  // namespace tandem
 
 // The formats' limits, as for float.
-template <class Format>
-class std::numeric_limits<tandem::reduced_float<Format>> {
-  using type = tandem::reduced_float<Format>;
+template <int E, int M>
+class std::numeric_limits<tandem::reduced_float<E, M>> {
+  using type = tandem::reduced_float<E, M>;
+  using Format = typename type::format;
   static constexpr int max_biased_exponent = (1 << Format::exponent_bits) - 2;
 
  public:
@@ -235,7 +251,8 @@ class std::numeric_limits<tandem::reduced_float<Format>> {
   static constexpr type min() noexcept { return type::from_bits(1u << Format::mantissa_bits); }
   static constexpr type lowest() noexcept { return type::from_bits(0x8000u | max().bits()); }
   static constexpr type max() noexcept {
-    return type::from_bits(static_cast<std::uint16_t>((max_biased_exponent << Format::mantissa_bits) | Format::mantissa_mask));
+    return type::from_bits(
+        static_cast<std::uint16_t>((max_biased_exponent << Format::mantissa_bits) | Format::mantissa_mask));
   }
   static constexpr type epsilon() noexcept {
     return type::from_bits(static_cast<std::uint16_t>((Format::bias - Format::mantissa_bits) << Format::mantissa_bits));

@@ -62,7 +62,8 @@ struct literal {
 template <class T>
 class tensor {
   static_assert(is_element_v<T>,
-                "tandem::tensor<T>: T must be one of float, double, std::int32_t, std::int64_t or bool");
+                "tandem::tensor<T>: T must be one of float, double, bfloat16, float16, std::int32_t, std::int64_t "
+                "or bool");
 
  public:
   using value_type = T;

@@ -46,6 +46,8 @@ inline int element_count(std::int64_t n, collective op) {
 template <element T>
 void require_reducible(reduce_op op, collective c) {
   static_assert(!std::is_same_v<T, bool>, "tandem::dist: bool tensors cannot be reduced, convert them to int32 first");
+  static_assert(!is_reduced_float_v<T>,
+                "tandem::dist: MPI cannot add 16-bit floats; reduce them as float (astype<float>()) and convert back");
   if (op == reduce_op::mean && !std::is_floating_point_v<T>)
     throw value_error(std::string("tandem::dist::") + collective_name(c) +
                       ": the mean of an integer tensor; use sum, or convert it to float");

@@ -30,6 +30,8 @@ inline const char* npy_descr(tandem::dtype type) {
     case tandem::dtype::int64: return "<i8";
     case tandem::dtype::float32: return "<f4";
     case tandem::dtype::float64: return "<f8";
+    case tandem::dtype::float16: return "<f2";
+    case tandem::dtype::bfloat16: break;  // with_npy_parts refuses it
   }
   return "";
 }
@@ -62,6 +64,9 @@ void with_npy_parts(const any_tensor& array, With&& with) {
   std::visit(
       [&](const auto& t) {
         using T = typename std::decay_t<decltype(t)>::value_type;
+        if constexpr (std::is_same_v<T, bfloat16>)
+          throw io_error("tandem::io: NumPy has no bfloat16 dtype, so a .npy or .npz file cannot hold a bfloat16 "
+                         "tensor; save it with astype<float>(), or in a safetensors file");
         auto dense = t.detach().cpu().contiguous();
         with(npy_header(tandem::dtype_of<T>, dense.shape()), static_cast<const void*>(dense.data()),
              static_cast<std::size_t>(dense.numel()) * sizeof(T));
@@ -230,6 +235,7 @@ TANDEM_LIBRARY_FUNCTION any_tensor parse_npy(const std::uint8_t* bytes, std::siz
   else if (descr == "i8") type = tandem::dtype::int64, element = 8;
   else if (descr == "f4") type = tandem::dtype::float32, element = 4;
   else if (descr == "f8") type = tandem::dtype::float64, element = 8;
+  else if (descr == "f2") type = tandem::dtype::float16, element = 2;
   else throw fail("holds dtype '" + dict.descr + "', which tandem has no element type for");
 
   std::uint64_t expected = static_cast<std::uint64_t>(tandem::numel(dict.extent)) * element;
@@ -243,7 +249,9 @@ TANDEM_LIBRARY_FUNCTION any_tensor parse_npy(const std::uint8_t* bytes, std::siz
     case tandem::dtype::int32: return npy_values<std::int32_t>(data, dict.extent, dict.fortran_order, swap, fail);
     case tandem::dtype::int64: return npy_values<std::int64_t>(data, dict.extent, dict.fortran_order, swap, fail);
     case tandem::dtype::float32: return npy_values<float>(data, dict.extent, dict.fortran_order, swap, fail);
-    case tandem::dtype::float64: break;
+    case tandem::dtype::float16: return npy_values<float16>(data, dict.extent, dict.fortran_order, swap, fail);
+    case tandem::dtype::float64:
+    case tandem::dtype::bfloat16: break;
   }
   return npy_values<double>(data, dict.extent, dict.fortran_order, swap, fail);
 }

@@ -24,6 +24,8 @@ inline const char* safetensors_dtype(tandem::dtype type) {
     case tandem::dtype::int64: return "I64";
     case tandem::dtype::float32: return "F32";
     case tandem::dtype::float64: return "F64";
+    case tandem::dtype::bfloat16: return "BF16";
+    case tandem::dtype::float16: return "F16";
   }
   return "";
 }
@@ -217,6 +219,8 @@ TANDEM_LIBRARY_FUNCTION any_tensor safetensors_file::get(const std::string& name
   if (e.dtype == "I64") return detail::mapped_tensor<std::int64_t>(file_, data, e.extent, failure);
   if (e.dtype == "F32") return detail::mapped_tensor<float>(file_, data, e.extent, failure);
   if (e.dtype == "F64") return detail::mapped_tensor<double>(file_, data, e.extent, failure);
+  if (e.dtype == "BF16") return detail::mapped_tensor<bfloat16>(file_, data, e.extent, failure);
+  if (e.dtype == "F16") return detail::mapped_tensor<float16>(file_, data, e.extent, failure);
   throw fail("has dtype " + e.dtype + ", which tandem has no element type for");
 }
 

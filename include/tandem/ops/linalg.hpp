@@ -195,7 +195,11 @@ tensor<promote_t<A, B>> matmul(const tensor<A>& a, const tensor<B>& b) {
   static_assert(!std::is_same_v<A, bool> && !std::is_same_v<B, bool>,
                 "tandem::matmul: bool tensors cannot be multiplied as matrices; convert them with astype<T>() first");
   using T = promote_t<A, B>;
-  if constexpr (std::is_same_v<A, T> && std::is_same_v<B, T>) return detail::matmul_same(a, b);
+  // 16-bit floats multiply in float (accumulating in float) and round the
+  // product once.
+  if constexpr (is_reduced_float_v<T>)
+    return detail::matmul_same(a.template astype<float>(), b.template astype<float>()).template astype<T>();
+  else if constexpr (std::is_same_v<A, T> && std::is_same_v<B, T>) return detail::matmul_same(a, b);
   else return detail::matmul_same(a.template astype<T>(), b.template astype<T>());
 }
 

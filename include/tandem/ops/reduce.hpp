@@ -66,9 +66,10 @@ struct min_reducer {
 
 }  // namespace detail
 
-// Sums and products of integers and bools are int64, as in PyTorch.
+// Sums and products of integers and bools are int64, as in PyTorch; of
+// floats, their own type (16-bit floats accumulate in float: compute_t).
 template <element T>
-using accumulate_t = std::conditional_t<std::is_floating_point_v<T>, T, std::int64_t>;
+using accumulate_t = std::conditional_t<is_floating_v<T>, T, std::int64_t>;
 
 namespace detail {
 
@@ -352,7 +353,7 @@ struct extreme_op {
 template <element T>
 tensor<accumulate_t<T>> sum(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false) {
   using A = accumulate_t<T>;
-  auto out = detail::reduce<A, A>(x, ax, keepdims, detail::sum_reducer{}, detail::unchanged, "sum");
+  auto out = detail::reduce<compute_t<A>, A>(x, ax, keepdims, detail::sum_reducer{}, detail::unchanged, "sum");
   detail::record(sum_op{x.shape(), ax, keepdims}, out, x);
   return out;
 }
@@ -375,7 +376,8 @@ tensor<accumulate_t<T>> sum_to(const tensor<T>& x, const shape& target) {
 template <element T>
 tensor<floating_t<T>> mean(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false) {
   using A = floating_t<T>;
-  auto out = detail::reduce<A, A>(x, ax, keepdims, detail::sum_reducer{}, detail::divide_by_count<A>{}, "mean");
+  auto out = detail::reduce<compute_t<A>, A>(x, ax, keepdims, detail::sum_reducer{},
+                                             detail::divide_by_count<compute_t<A>>{}, "mean");
   detail::record(mean_op{x.shape(), ax, keepdims}, out, x);
   return out;
 }
@@ -383,21 +385,21 @@ tensor<floating_t<T>> mean(const tensor<T>& x, const axes& ax = axes::all(), boo
 template <element T>
 tensor<accumulate_t<T>> prod(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false) {
   using A = accumulate_t<T>;
-  auto out = detail::reduce<A, A>(x, ax, keepdims, detail::prod_reducer{}, detail::unchanged, "prod");
+  auto out = detail::reduce<compute_t<A>, A>(x, ax, keepdims, detail::prod_reducer{}, detail::unchanged, "prod");
   detail::record(prod_op{ax, keepdims}, out, x);
   return out;
 }
 
 template <element T>
 tensor<T> max(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false) {
-  auto out = detail::reduce<T, T>(x, ax, keepdims, detail::max_reducer{}, detail::unchanged, "max", true);
+  auto out = detail::reduce<compute_t<T>, T>(x, ax, keepdims, detail::max_reducer{}, detail::unchanged, "max", true);
   detail::record(extreme_op{ax, keepdims}, out, x);
   return out;
 }
 
 template <element T>
 tensor<T> min(const tensor<T>& x, const axes& ax = axes::all(), bool keepdims = false) {
-  auto out = detail::reduce<T, T>(x, ax, keepdims, detail::min_reducer{}, detail::unchanged, "min", true);
+  auto out = detail::reduce<compute_t<T>, T>(x, ax, keepdims, detail::min_reducer{}, detail::unchanged, "min", true);
   detail::record(extreme_op{ax, keepdims}, out, x);
   return out;
 }

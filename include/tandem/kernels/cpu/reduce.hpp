@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tandem/core/deferred.hpp"
+#include "tandem/core/dtype.hpp"
 #include "tandem/kernels/cpu/dispatch_slot.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
 #include "tandem/kernels/cpu/simd.hpp"
@@ -139,7 +140,8 @@ void reduce_rows_from(const Reducer& r, const Source& source, std::int64_t rows,
     parallel_for(rows, grain, [&](std::int64_t b, std::int64_t e) {
       auto tile = tile_buffer(source, length);
       for (std::int64_t k = b; k < e; ++k)
-        out[k] = finish(reduce_span(r, source.span(k * length, length, tile.get()), length, r.template identity<A>()));
+        out[k] = static_cast<R>(
+            finish(reduce_span(r, source.span(k * length, length, tile.get()), length, r.template identity<A>())));
     });
     return;
   }
@@ -155,7 +157,7 @@ void reduce_rows_from(const Reducer& r, const Source& source, std::int64_t rows,
   for (std::int64_t k = 0; k < rows; ++k) {
     A acc = r.template identity<A>();
     for (std::int64_t block = 0; block < blocks; ++block) acc = r(acc, partial[k * blocks + block]);
-    out[k] = finish(acc);
+    out[k] = static_cast<R>(finish(acc));
   }
 }
 
@@ -209,7 +211,7 @@ void reduce_columns_from(const Reducer& r, const Source& source, std::int64_t co
         combine_into(r, acc.data() + (from - b), row, width);
       }
     }
-    for (std::int64_t k = b; k < e; ++k) out[k] = finish(acc[k - b]);
+    for (std::int64_t k = b; k < e; ++k) out[k] = static_cast<R>(finish(acc[k - b]));
   });
 }
 
@@ -229,7 +231,7 @@ void reduce_middle(const Reducer& r, const T* input, std::int64_t outer, std::in
     for (std::int64_t k = b; k < e; ++k) {
       A acc = r.template identity<A>();
       for (std::int64_t a = 0; a < outer; ++a) acc = reduce_span(r, input + (a * kept + k) * inner, inner, acc);
-      out[k] = finish(acc);
+      out[k] = static_cast<R>(finish(acc));
     }
   });
 }
@@ -302,7 +304,7 @@ void middle_moments(const T* x, std::int64_t outer, std::int64_t kept, std::int6
 template <bool Largest, class T>
 void arg_extreme_rows(const T* input, std::int64_t rows, std::int64_t length, std::int64_t* out) {
   auto beats = [](T a, T b) {
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (is_floating_v<T>) {
       if (b != b) return false;
       if (a != a) return true;
     }

@@ -29,19 +29,19 @@ namespace detail {
 // and the type it returns.
 struct same_type_rule {
   template <class... T>
-  using compute = promote_t<T...>;
+  using compute = compute_t<promote_t<T...>>;
   template <class... T>
   using result = promote_t<T...>;
 };
 struct floating_rule {
   template <class... T>
-  using compute = floating_t<promote_t<T...>>;
+  using compute = compute_t<floating_t<promote_t<T...>>>;
   template <class... T>
   using result = floating_t<promote_t<T...>>;
 };
 struct predicate_rule {
   template <class... T>
-  using compute = promote_t<T...>;
+  using compute = compute_t<promote_t<T...>>;
   template <class... T>
   using result = bool;
 };
