@@ -24,6 +24,12 @@ void add_operand(profile_event& e, const X& x) {
   }
 }
 
+// "float32 cpu": a tensor's element type and device, as events name them.
+template <class T>
+std::string element_detail(const tensor<T>& t) {
+  return std::string(dtype_name(dtype_of<T>)) + " " + to_string(t.device());
+}
+
 // The event of an op that read `operands` (tensors and scalars) and wrote
 // `out`; flops where the caller knows them.
 template <class R, class... X>
@@ -31,7 +37,7 @@ void describe_op(profile_range& range, const tensor<R>& out, const X&... operand
   range.describe([&](profile_event& e) {
     (add_operand(e, operands), ...);
     e.bytes += out.numel() * static_cast<std::int64_t>(sizeof(R));
-    e.detail = std::string(dtype_name(dtype_of<R>)) + " " + to_string(out.device());
+    e.detail = element_detail(out);
   });
 }
 
@@ -48,7 +54,7 @@ void describe_inputs(profile_range& range, const tensor<T>& first, const X&... r
   range.describe([&](profile_event& e) {
     add_operand(e, first);
     (add_operand(e, rest), ...);
-    e.detail = std::string(dtype_name(dtype_of<T>)) + " " + to_string(first.device());
+    e.detail = element_detail(first);
   });
 }
 

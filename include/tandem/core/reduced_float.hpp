@@ -173,13 +173,10 @@ class reduced_float {
       const auto f = std::bit_cast<std::uint32_t>(value);
       if ((f & 0x7fff'ffffu) > 0x7f80'0000u) return static_cast<std::uint16_t>((f >> 16) | format::quiet_bit);
       return static_cast<std::uint16_t>((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
-    } else if constexpr (std::is_floating_point_v<A>) {
-      // float and double widen to double exactly (long double may not: it is
-      // rounded to double first).
-      return detail::round_to_binary16<format>(static_cast<double>(value));
     } else {
-      // Integers: to double, exact up to 2^53, far past every 16-bit float's
-      // last exactly representable integer.
+      // To double first, exactly for float and for integers up to 2^53 (far
+      // past every 16-bit float's last exactly representable integer); a
+      // long double is rounded to double there.
       return detail::round_to_binary16<format>(static_cast<double>(value));
     }
   }
