@@ -3,12 +3,15 @@
 // products of the GPT demo's training step at 1 and 2 threads (PyTorch's:
 // python3 bench/gpt_pytorch.py --products); SGEMM on four shapes at 1 and 2
 // threads, beside OpenBLAS's cblas_sgemm when libopenblas-dev is
-// installed; and the core's FMA peak, the ceiling all of them answer to.
+// installed; the same products in bfloat16 (PyTorch's: python3
+// bench/matmul_bf16_pytorch.py); and the core's FMA peak, the ceiling all
+// of them answer to.
 //
 //   ./build/release/bench/bench_linalg --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
 #include <array>
+#include <utility>
 
 #include <xsimd/xsimd.hpp>
 
@@ -36,15 +39,22 @@ void matmul_square(benchmark::State& state) {
   set_num_threads(0);
 }
 
+// Uniform values in [-1, 1) as T.
+template <class T>
+tensor<T> uniform_as(shape s, generator& gen) {
+  return uniform(std::move(s), -1, 1, gen).template astype<T>();
+}
+
 // x: [m, k] times w: [k, n] (ranges 0-2), either operand read through a
 // transposed view (ranges 3 and 4), on `threads` threads.
+template <class T = float>
 void time_views(benchmark::State& state, int threads, std::uint64_t seed) {
   set_num_threads(threads);
   std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   bool transposed_a = state.range(3) != 0, transposed_b = state.range(4) != 0;
   generator gen(seed);
-  tensor<float> a = transposed_a ? uniform({k, m}, -1, 1, gen).transpose(0, 1) : uniform({m, k}, -1, 1, gen);
-  tensor<float> b = transposed_b ? uniform({n, k}, -1, 1, gen).transpose(0, 1) : uniform({k, n}, -1, 1, gen);
+  tensor<T> a = transposed_a ? uniform_as<T>({k, m}, gen).transpose(0, 1) : uniform_as<T>({m, k}, gen);
+  tensor<T> b = transposed_b ? uniform_as<T>({n, k}, gen).transpose(0, 1) : uniform_as<T>({k, n}, gen);
   for (auto _ : state) benchmark::DoNotOptimize(matmul(a, b).data());
   report(state, double(m), double(k), double(n));
   set_num_threads(0);
@@ -55,7 +65,10 @@ void matmul_mlp(benchmark::State& state) { time_views(state, 1, 2); }
 // The GPT demo's products (2,048 tokens of width 128, 4 heads; weights
 // [out, in] as nn::linear keeps them): forward X W^T, the input's gradient
 // G W, the weight's G^T X, on `threads` threads.
-void matmul_gpt(benchmark::State& state) { time_views(state, static_cast<int>(state.range(5)), 4); }
+template <class T>
+void matmul_gpt(benchmark::State& state) {
+  time_views<T>(state, static_cast<int>(state.range(5)), 4);
+}
 
 void gpt_shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"m", "k", "n", "aT", "bT", "threads"});
@@ -94,11 +107,12 @@ void fma_peak(benchmark::State& state) {
 }
 
 // C[m, n] = A[m, k] B[k, n], row-major and contiguous, on `threads` threads.
-void sgemm_tandem(benchmark::State& state) {
+template <class T>
+void gemm_tandem(benchmark::State& state) {
   std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   set_num_threads(static_cast<int>(state.range(3)));
   generator gen(3);
-  tensor<float> a = uniform({m, k}, -1, 1, gen), b = uniform({k, n}, -1, 1, gen);
+  tensor<T> a = uniform_as<T>({m, k}, gen), b = uniform_as<T>({k, n}, gen);
   for (auto _ : state) benchmark::DoNotOptimize(matmul(a, b).data());
   report(state, double(m), double(k), double(n));
   set_num_threads(0);
@@ -129,11 +143,14 @@ void sgemm_shapes(benchmark::internal::Benchmark* b) {
 
 }  // namespace
 
-BENCHMARK(sgemm_tandem)->Apply(sgemm_shapes);
+BENCHMARK_TEMPLATE(gemm_tandem, float)->Name("sgemm_tandem")->Apply(sgemm_shapes);
+// tandem:: qualified: OpenBLAS's headers declare a bfloat16 of their own.
+BENCHMARK_TEMPLATE(gemm_tandem, tandem::bfloat16)->Name("bf16_gemm_tandem")->Apply(sgemm_shapes);
 #ifdef TANDEM_BENCH_OPENBLAS
 BENCHMARK(sgemm_openblas)->Apply(sgemm_shapes);
 #endif
-BENCHMARK(matmul_gpt)->Apply(gpt_shapes);
+BENCHMARK_TEMPLATE(matmul_gpt, float)->Name("matmul_gpt")->Apply(gpt_shapes);
+BENCHMARK_TEMPLATE(matmul_gpt, tandem::bfloat16)->Name("bf16_matmul_gpt")->Apply(gpt_shapes);
 BENCHMARK(fma_peak);
 BENCHMARK(matmul_square)->Arg(128)->Arg(256)->Arg(512)->Arg(1024);
 BENCHMARK(matmul_mlp)

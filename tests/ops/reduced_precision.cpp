@@ -1,12 +1,17 @@
 // Tensors of bfloat16 and float16: every op computes in float and rounds its
 // result once, so an op on 16-bit tensors equals the same op on their float
 // values rounded to the 16-bit type, bit for bit where the float op's order
-// of work is the same (elementwise ops, static graphs), and within the
-// type's precision of a double reference everywhere.
+// of work is the same (elementwise ops, reductions, static graphs), and
+// within the type's precision of a double reference everywhere (matrix
+// products, whose bfloat16 kernel sums pairs of products).
 
 #include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
 
 #include "support/check.hpp"
+#include "support/kernel_builds.hpp"
 
 using namespace tandem;
 
@@ -94,31 +99,49 @@ void check_reductions() {
       check_close(sum(x, axis), sums, out, "sum", 1);
       check_close(mean(x, axis), means, out, "mean", 1);
       check_close(max(x, axis), largest, out, "max", 0);
+      // Summed as their float values are (the same SIMD order), rounded once.
+      CHECK(sum(x, axis).template astype<float>().to_vector() ==
+            sum(x.template astype<float>(), axis).template astype<T>().template astype<float>().to_vector());
     }
   }
+  // A long span: its 16-bit values widened batch by batch.
+  const tensor<T> x = test::random_tensor<float>({test::largest_size}, 0, 1, 4).template astype<T>();
+  CHECK(static_cast<float>(sum(x).item()) == static_cast<float>(T(sum(x.template astype<float>()).item())));
   static_assert(std::is_same_v<decltype(sum(std::declval<tensor<T>>())), tensor<T>>);
   static_assert(std::is_same_v<decltype(mean(std::declval<tensor<T>>())), tensor<T>>);
 }
 
+// a (m x k) times b (k x n) in double.
+template <class T>
+std::vector<double> product_in_double(const tensor<T>& a, const tensor<T>& b) {
+  std::vector<double> want;
+  for (std::int64_t i = 0; i < a.shape(0); ++i)
+    for (std::int64_t j = 0; j < b.shape(1); ++j) {
+      double s = 0;
+      for (std::int64_t p = 0; p < a.shape(1); ++p) s += static_cast<double>(a.at(i, p)) * static_cast<double>(b.at(p, j));
+      want.push_back(s);
+    }
+  return want;
+}
+
+// Float accumulation, one rounding: within an ulp of the double product, and
+// (where cancellation makes relative error unbounded) of the terms' scale.
+template <class T>
+void check_product(const tensor<T>& a, const tensor<T>& b, const std::vector<double>& want) {
+  const std::int64_t k = a.shape(1);
+  test::check_values(matmul(a, b), {a.shape(0), b.shape(1)}, want, "matmul", relative_ulp<T>,
+                     relative_ulp<T> * static_cast<double>(k) * 0.01);
+}
+
 template <class T>
 void check_matmul() {
-  // Shapes that hit the product's tails; float accumulation, one rounding.
+  // Shapes that hit the product's tails.
   for (const auto& extents : {std::array<std::int64_t, 3>{1, 1, 1}, {7, 17, 5}, {33, 65, 19}}) {
     const std::int64_t m = extents[0], k = extents[1], n = extents[2];
     const tensor<T> a = test::random_tensor<float>({m, k}, -1, 1, 4).template astype<T>();
     const tensor<T> b = test::random_tensor<float>({k, n}, -1, 1, 5).template astype<T>();
-    std::vector<double> want;
-    for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t j = 0; j < n; ++j) {
-        double s = 0;
-        for (std::int64_t p = 0; p < k; ++p) s += static_cast<double>(a.at(i, p)) * static_cast<double>(b.at(p, j));
-        want.push_back(s);
-      }
     INFO(m << "x" << k << "x" << n);
-    const tensor<T> c = matmul(a, b);
-    // Cancellation makes relative error unbounded near zero: an absolute
-    // bound of an ulp of the terms' scale as well.
-    test::check_values(c, {m, n}, want, "matmul", relative_ulp<T>, relative_ulp<T> * static_cast<double>(k) * 0.01);
+    check_product(a, b, product_in_double(a, b));
   }
 }
 
@@ -134,6 +157,67 @@ TEST_CASE_TEMPLATE("16-bit float reductions accumulate in float", T, bfloat16, f
 
 TEST_CASE_TEMPLATE("16-bit float matrix products accumulate in float", T, bfloat16, float16) {
   check_matmul<T>();
+}
+
+// Conversions between float and the 16-bit types run blocks on SIMD batches:
+// every 16-bit pattern widens to float, and floats round, as the scalar
+// conversions do (checked exhaustively in tests/core/reduced_float.cpp),
+// contiguous and strided.
+TEST_CASE_TEMPLATE("16-bit tensors convert to and from float as their scalars do", T, bfloat16, float16) {
+  std::vector<T> patterns;
+  for (std::uint32_t bits = 0; bits < 65536; ++bits) patterns.push_back(T::from_bits(static_cast<std::uint16_t>(bits)));
+  const tensor<T> all = from_vector(patterns, {65536});
+  for (const auto& laid_out : test::layouts(all)) {
+    INFO(laid_out.first);
+    const std::vector<float> wide = laid_out.second.template astype<float>().to_vector();
+    std::int64_t wrong = 0;
+    for (std::size_t i = 0; i < patterns.size(); ++i)
+      wrong += std::bit_cast<std::uint32_t>(wide[i]) != std::bit_cast<std::uint32_t>(static_cast<float>(patterns[i]));
+    CHECK(wrong == 0);
+  }
+  // Floats around every 16-bit value: each value and the floats just inside
+  // and outside the midpoints to its neighbours.
+  std::vector<float> floats;
+  for (const T& p : patterns) {
+    const float v = static_cast<float>(p);
+    floats.insert(floats.end(), {v, std::nextafter(v, 0.0f), std::nextafter(v, INFINITY), -v * 1.0001f});
+  }
+  const tensor<float> sources = from_vector(floats, {static_cast<std::int64_t>(floats.size())});
+  for (const auto& laid_out : test::layouts(sources)) {
+    INFO(laid_out.first);
+    const tensor<T> narrow = laid_out.second.template astype<T>();
+    std::int64_t wrong = 0;
+    const std::vector<float> back = narrow.template astype<float>().to_vector();
+    for (std::size_t i = 0; i < floats.size(); ++i)
+      wrong += std::bit_cast<std::uint32_t>(back[i]) != std::bit_cast<std::uint32_t>(static_cast<float>(T(floats[i])));
+    CHECK(wrong == 0);
+  }
+}
+
+// The bfloat16 kernel (vdpbf16ps where the CPU has it, float elsewhere) on
+// every build this CPU runs: tiles of 12 rows and 32 columns cut short, odd
+// depths (a last pair of one step), and each operand contiguous, at stride 2
+// and transposed (B's packing has a path for each).
+TEST_CASE("bfloat16 matrix products on every kernel build, in every layout") {
+  const test::kernels_restored restore;
+  std::vector<instruction_set> levels = test::runnable_levels();
+  levels.insert(levels.begin(), instruction_set::generic);
+  for (const auto& extents :
+       {std::array<std::int64_t, 3>{1, 1, 1}, {2, 3, 31}, {12, 2, 32}, {13, 7, 33}, {25, 130, 65}, {40, 301, 100}}) {
+    const std::int64_t m = extents[0], k = extents[1], n = extents[2];
+    const tensor<bfloat16> a = test::random_tensor<float>({m, k}, -1, 1, 6).astype<bfloat16>();
+    const tensor<bfloat16> b = test::random_tensor<float>({k, n}, -1, 1, 7).astype<bfloat16>();
+    const std::vector<double> want = product_in_double(a, b);
+    for (instruction_set level : levels) {
+      set_kernel_instruction_set(level);
+      for (const auto& a_laid_out : test::layouts(a))
+        for (const auto& b_laid_out : test::layouts(b)) {
+          INFO(m << "x" << k << "x" << n << ", build " << to_string(kernel_instruction_set()) << ", A "
+                 << a_laid_out.first << ", B " << b_laid_out.first);
+          check_product(a_laid_out.second, b_laid_out.second, want);
+        }
+    }
+  }
 }
 
 TEST_CASE_TEMPLATE("a static graph on 16-bit tensors computes its fused chain in float and rounds each output once",

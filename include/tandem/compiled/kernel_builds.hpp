@@ -4,9 +4,9 @@
 // includes this header once, compiled with that level's flags: the kernels
 // it instantiates live in the level's namespace (kernels/cpu/isa.hpp), and
 // its installer points the dispatch slots at them or clears them: the rows
-// of the elementwise ops, the matrix product, the reductions' inner loops,
-// softmax, batch normalization's passes, convolution, 2x2 max pooling and
-// capture's register chains.
+// of the elementwise ops, the matrix products (float, double, bfloat16),
+// the reductions' inner loops, softmax, batch normalization's passes,
+// convolution, 2x2 max pooling and capture's register chains.
 //
 // The rows are those of the elementwise ops compiled/eager.hpp compiles
 // (TANDEM_COMPILED_EAGER_OPS), in the operand types their eager entry points
@@ -21,6 +21,7 @@
 #include "tandem/kernels/cpu/conv.hpp"
 #include "tandem/kernels/cpu/elementwise.hpp"
 #include "tandem/kernels/cpu/gemm.hpp"
+#include "tandem/kernels/cpu/gemm_bf16.hpp"
 #include "tandem/kernels/cpu/normalization.hpp"
 #include "tandem/kernels/cpu/pool.hpp"
 #include "tandem/kernels/cpu/reduce.hpp"
@@ -91,6 +92,7 @@ void TANDEM_KERNEL_INSTALLER(bool clear) {
   install_rows<double>(clear);
   install_row_kernels<float>(clear);
   install_row_kernels<double>(clear);
+  install(dispatched_gemm_bf16, &native_gemm_bf16, clear);
   install(dispatched_chain_kernels, chain_kernels_for(), clear);
 }
 

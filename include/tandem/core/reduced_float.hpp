@@ -101,6 +101,49 @@ constexpr double binary16_value(std::uint16_t h) {
                                (mantissa << (52 - m_bits)));
 }
 
+// a where `choose`, else b, without a branch (which would keep a loop of
+// conversions from vectorizing).
+constexpr std::uint32_t select_bits(bool choose, std::uint32_t a, std::uint32_t b) {
+  const std::uint32_t mask = 0u - static_cast<std::uint32_t>(choose);
+  return (a & mask) | (b & ~mask);
+}
+
+// binary16 (float16) bits widened to float's, exactly: each case computed
+// and one chosen, so that a loop of them vectorizes.
+constexpr std::uint32_t widen_binary16(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  const std::uint32_t normal = sign | (exponent + 112) << 23 | mantissa << 13;
+  const std::uint32_t special = sign | 0x7f80'0000u | mantissa << 13;  // infinity, or NaN with its payload
+  // A subnormal is its mantissa times 2^-24: a normal float, exactly.
+  const std::uint32_t tiny = sign | std::bit_cast<std::uint32_t>(static_cast<float>(mantissa) * 0x1p-24f);
+  return select_bits(exponent == 0x1f, special, select_bits(exponent == 0, tiny, normal));
+}
+
+// float bits rounded to binary16's, to nearest even, in integer arithmetic
+// (so a flush-to-zero mode cannot change it): each case computed and one
+// chosen, so that a loop of them vectorizes.
+constexpr std::uint16_t narrow_to_binary16(std::uint32_t f) {
+  const std::uint32_t sign = (f >> 16) & 0x8000u, magnitude = f & 0x7fff'ffffu;
+  // Normal results: the exponent rebiased (127 to 15) and the 13 dropped
+  // bits rounded, a carry moving into the exponent.
+  const std::uint32_t normal = (magnitude + 0xfffu + ((magnitude >> 13) & 1u) - 0x3800'0000u) >> 13;
+  // Below 2^-14: the significand in units of 2^-24, rounded; a shift past
+  // 25 leaves less than half a unit (0), and a float subnormal is one.
+  // (The shift is kept in range where the result is another case's.)
+  const std::uint32_t exponent = magnitude >> 23;
+  const std::uint32_t significand = (magnitude & 0x7f'ffffu) | 0x80'0000u;
+  const std::uint32_t shift = select_bits(exponent < 101, 25, select_bits(exponent > 112, 14, 126 - exponent));
+  const std::uint32_t tiny =
+      (significand + (1u << (shift - 1)) - 1u + ((significand >> shift) & 1u)) >> shift;
+  const std::uint32_t quiet_nan = 0x7e00u | ((magnitude >> 13) & 0x3ffu);
+  // 65520 and above round to infinity (65504 is the largest value).
+  const std::uint32_t result =
+      select_bits(magnitude > 0x7f80'0000u, quiet_nan,
+                  select_bits(magnitude >= 0x477f'f000u, 0x7c00u, select_bits(magnitude >= 0x3880'0000u, normal, tiny)));
+  return static_cast<std::uint16_t>(sign | result);
+}
+
 struct from_bits_tag {};
 
 }  // namespace detail
@@ -132,6 +175,8 @@ class reduced_float {
   constexpr operator float() const {
     if constexpr (std::is_same_v<format, detail::bfloat16_format>)
       return std::bit_cast<float>(static_cast<std::uint32_t>(bits_) << 16);
+    else if constexpr (std::is_same_v<format, detail::float16_format>)
+      return std::bit_cast<float>(detail::widen_binary16(bits_));
     else
       return static_cast<float>(detail::binary16_value<format>(bits_));
   }
@@ -173,6 +218,8 @@ class reduced_float {
       const auto f = std::bit_cast<std::uint32_t>(value);
       if ((f & 0x7fff'ffffu) > 0x7f80'0000u) return static_cast<std::uint16_t>((f >> 16) | format::quiet_bit);
       return static_cast<std::uint16_t>((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
+    } else if constexpr (std::is_same_v<A, float> && std::is_same_v<format, detail::float16_format>) {
+      return detail::narrow_to_binary16(std::bit_cast<std::uint32_t>(value));
     } else {
       // To double first, exactly for float and for integers up to 2^53 (far
       // past every 16-bit float's last exactly representable integer); a

@@ -330,9 +330,15 @@ class tensor {
   template <element U>
   tensor<U> astype() const {
     tensor<U> out(shape_, device());
+    // Between float and the 16-bit floats through float: exact, then one
+    // rounding, in the loop that widens and rounds blocks on SIMD batches.
+    constexpr bool through_float = (is_reduced_float_v<T> || is_reduced_float_v<U>) &&
+                                   (std::is_same_v<T, float> || is_reduced_float_v<T>) &&
+                                   (std::is_same_v<U, float> || is_reduced_float_v<U>);
+    using compute = std::conditional_t<through_float, float, T>;
     if (device().is_cpu())
-      detail::elementwise<U, T>(detail::identity_op{}, shape_, out.data(), detail::contiguous_strides(shape_),
-                                detail::operand<T>{data(), strides_});
+      detail::elementwise<U, compute>(detail::identity_op{}, shape_, out.data(), detail::contiguous_strides(shape_),
+                                      detail::operand<T>{data(), strides_});
     else
       detail::run_cuda_elementwise<U, T>("astype", detail::identity_op{}, device(), shape_, out.device_data(),
                                          detail::contiguous_strides(shape_),

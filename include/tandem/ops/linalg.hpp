@@ -16,6 +16,7 @@
 #include "tandem/core/profile_tensors.hpp"
 #include "tandem/core/tensor.hpp"
 #include "tandem/kernels/cpu/gemm.hpp"
+#include "tandem/kernels/cpu/gemm_bf16.hpp"
 #include "tandem/kernels/cpu/thread_pool.hpp"
 #include "tandem/kernels/cuda/dispatch.hpp"
 #include "tandem/ops/elementwise/map.hpp"
@@ -80,6 +81,15 @@ std::pair<std::int64_t, std::int64_t> batch_offsets(std::int64_t index, const sh
   return {off_a, off_b};
 }
 
+// One product on the host: bfloat16's sums in float rounded once
+// (kernels/cpu/gemm_bf16.hpp), the other types' in their own type.
+template <class T>
+void host_gemm(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a, strided_matrix<T> b, T* c,
+               std::int64_t ldc) {
+  if constexpr (std::is_same_v<T, bfloat16>) gemm_bf16(m, n, k, a, b, c, ldc);
+  else gemm<T>(m, n, k, a, b, c, ldc);
+}
+
 // The batched product on the host: the gemm kernel per batch, batches
 // shared among the threads when each is small.
 template <class T>
@@ -91,13 +101,13 @@ tensor<T> host_matmul(const tensor<T>& a, const tensor<T>& b, const shape& batch
   // K]): one product of all the rows, which packs the matrix once.
   const bool shared_b = std::all_of(b.strides().begin(), b.strides().end() - 2, [](std::int64_t s) { return s == 0; });
   if (batches > 1 && shared_b && rows_fold(a)) {
-    gemm<T>(batches * m, n, k, {a.data(), a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]},
+    host_gemm<T>(batches * m, n, k, {a.data(), a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]},
             {b.data(), b.strides()[b.dim() - 2], b.strides()[b.dim() - 1]}, out.data(), n);
     return out;
   }
   auto run_one = [&](std::int64_t index) {
     auto [off_a, off_b] = batch_offsets(index, batch, a, b);
-    gemm<T>(m, n, k, {a.data() + off_a, a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]},
+    host_gemm<T>(m, n, k, {a.data() + off_a, a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]},
             {b.data() + off_b, b.strides()[b.dim() - 2], b.strides()[b.dim() - 1]}, out.data() + index * m * n, n);
   };
   std::int64_t work = m * n * std::max<std::int64_t>(k, 1);
@@ -195,9 +205,9 @@ tensor<promote_t<A, B>> matmul(const tensor<A>& a, const tensor<B>& b) {
   static_assert(!std::is_same_v<A, bool> && !std::is_same_v<B, bool>,
                 "tandem::matmul: bool tensors cannot be multiplied as matrices; convert them with astype<T>() first");
   using T = promote_t<A, B>;
-  // 16-bit floats multiply in float (accumulating in float) and round the
-  // product once.
-  if constexpr (is_reduced_float_v<T>)
+  // 16-bit floats sum in float and round the product once: bfloat16 in its
+  // own kernel, float16 as float.
+  if constexpr (std::is_same_v<T, float16>)
     return detail::matmul_same(a.template astype<float>(), b.template astype<float>()).template astype<T>();
   else if constexpr (std::is_same_v<A, T> && std::is_same_v<B, T>) return detail::matmul_same(a, b);
   else return detail::matmul_same(a.template astype<T>(), b.template astype<T>());

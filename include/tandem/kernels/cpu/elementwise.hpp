@@ -4,7 +4,9 @@
 // view) into an output of any strides. Axes that are contiguous together are
 // merged first, so most calls become one flat loop; where the innermost
 // strides are 0 or 1 and all operands share the compute type, the body runs
-// on SIMD batches with a scalar tail. Work is split across the thread pool
+// on SIMD batches with a scalar tail; where some operands or the result are
+// 16-bit floats computed in float, blocks of them are widened into float
+// buffers and the results rounded as they are stored. Work is split across the thread pool
 // in chunks of whole elements, so results do not depend on the thread count.
 // An op may also return std::array<V, M> and write M outputs of one layout
 // in the same pass (a fused backward writes every operand's gradient so).
@@ -17,6 +19,7 @@
 #include <utility>
 
 #include "tandem/core/config.hpp"
+#include "tandem/core/reduced_float.hpp"
 #include "tandem/core/shape.hpp"
 #include "tandem/kernels/cpu/cache.hpp"
 #include "tandem/kernels/cpu/isa.hpp"
@@ -301,6 +304,61 @@ TANDEM_ALWAYS_INLINE void simd_row(const Op& op, std::int64_t n, Out out, std::i
 }
 #endif
 
+// 16-bit floats (bfloat16, float16) computed in float: a row whose result
+// and operands are each C or such a type, at least one of them 16-bit.
+template <class C, class R, class... In>
+inline constexpr bool widens_to_compute =
+    std::is_same_v<C, float> && (std::is_same_v<R, C> || is_reduced_float_v<R>) &&
+    ((std::is_same_v<In, C> || is_reduced_float_v<In>) && ...) && (is_reduced_float_v<R> || (is_reduced_float_v<In> || ...));
+
+#if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
+// `count` elements of an operand widened into `to`, padded to whole batches
+// (`padded`) with the first. A whole block of contiguous elements is one
+// loop of fixed length, which compilers vectorize.
+template <std::size_t Block, class C, class T>
+TANDEM_ALWAYS_INLINE void widen_block(C* to, const T* from, std::int64_t stride, std::int64_t count,
+                                      std::int64_t padded) {
+  if (stride == 1 && count == static_cast<std::int64_t>(Block)) {
+    for (std::size_t l = 0; l < Block; ++l) to[l] = static_cast<C>(from[l]);
+    return;
+  }
+  for (std::int64_t l = 0; l < count; ++l) to[l] = static_cast<C>(from[l * stride]);
+  for (std::int64_t l = count; l < padded; ++l) to[l] = to[0];
+}
+
+// `count` results rounded into the output.
+template <std::size_t Block, class R, class C>
+TANDEM_ALWAYS_INLINE void narrow_block(R* to, std::int64_t stride, const C* from, std::int64_t count) {
+  if (stride == 1 && count == static_cast<std::int64_t>(Block)) {
+    for (std::size_t l = 0; l < Block; ++l) to[l] = static_cast<R>(from[l]);
+    return;
+  }
+  for (std::int64_t l = 0; l < count; ++l) to[l * stride] = static_cast<R>(from[l]);
+}
+
+// A row of 16-bit floats on SIMD batches of C: each block of operands
+// widened, the op run on its batches, the results rounded once as they are
+// stored, so every element gets the scalar loop's bits.
+template <class C, class Op, class R, class... In, std::size_t... K>
+TANDEM_ALWAYS_INLINE void widening_simd_row(const Op& op, std::int64_t n, R* out, std::int64_t out_stride,
+                                            const std::tuple<const In*...>& in,
+                                            const std::array<std::int64_t, sizeof...(In)>& stride,
+                                            std::index_sequence<K...>) {
+  using batch = simd::batch<C>;
+  constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
+  constexpr std::size_t block = std::max<std::size_t>(8 * batch::size, 1024 / sizeof(C));
+  alignas(64) std::array<std::array<C, block>, sizeof...(In)> inputs;
+  alignas(64) std::array<C, block> outputs;
+  for (std::int64_t begin = 0; begin < n; begin += static_cast<std::int64_t>(block)) {
+    const std::int64_t count = std::min<std::int64_t>(static_cast<std::int64_t>(block), n - begin);
+    const std::int64_t padded = (count + w - 1) / w * w;
+    (widen_block<block>(inputs[K].data(), std::get<K>(in) + begin * stride[K], stride[K], count, padded), ...);
+    for (std::int64_t i = 0; i < padded; i += w) simd::store(outputs.data() + i, op(simd::load(inputs[K].data() + i)...));
+    narrow_block<block>(out + begin * out_stride, out_stride, outputs.data(), count);
+  }
+}
+#endif
+
 template <class R, class C, class Op, class Out, class... In>
 TANDEM_ALWAYS_INLINE void row_body(const Op& op, std::int64_t n, Out out, std::int64_t out_stride,
                                    std::tuple<const In*...> in, const std::array<std::int64_t, sizeof...(In)>& stride,
@@ -310,6 +368,9 @@ TANDEM_ALWAYS_INLINE void row_body(const Op& op, std::int64_t n, Out out, std::i
   if constexpr (std::is_same_v<R, C> && (std::is_same_v<In, C> && ...) && simd::supported<C> &&
                 op_is_vectorizable<Op>()) {
     simd_row<C>(op, n, out, out_stride, in, stride, writes, seq);
+  } else if constexpr (std::is_same_v<Out, R*> && widens_to_compute<C, R, In...> && simd::supported<C> &&
+                       op_is_vectorizable<Op>()) {
+    widening_simd_row<C>(op, n, out, out_stride, in, stride, seq);
   } else
 #endif
   {

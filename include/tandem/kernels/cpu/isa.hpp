@@ -32,6 +32,12 @@
 
 #if TANDEM_FLAGS_REACH_X86_64_V3 && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && \
     defined(__AVX512CD__) && defined(__AVX512VL__)
+#define TANDEM_FLAGS_REACH_X86_64_V4 1
+#else
+#define TANDEM_FLAGS_REACH_X86_64_V4 0
+#endif
+
+#if TANDEM_FLAGS_REACH_X86_64_V4
 #define TANDEM_KERNEL_ISA isa_avx512
 #define TANDEM_KERNEL_ISA_ENUM avx512
 #elif TANDEM_FLAGS_REACH_X86_64_V3

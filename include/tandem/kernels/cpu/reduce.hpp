@@ -27,23 +27,25 @@ inline namespace TANDEM_KERNEL_ISA {
 
 inline constexpr std::int64_t reduce_block = 16384;
 
-// Combines `n` contiguous inputs, converted to A, starting from `acc`.
+// Combines `n` contiguous inputs, converted to A, starting from `acc`: on
+// SIMD batches where they load as A (16-bit floats widened to float), in
+// the same order for a 16-bit span as for its float values.
 template <class Reducer, class A, class T>
 A native_reduce_span(const Reducer& r, const T* p, std::int64_t n, A acc) {
   std::int64_t i = 0;
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
-  if constexpr (std::is_same_v<T, A> && simd::supported<A>) {
+  if constexpr (simd::loads_as<A, T>) {
     using batch = simd::batch<A>;
     constexpr std::int64_t w = static_cast<std::int64_t>(batch::size);
     if (n >= 4 * w) {
       batch a0 = simd::splat(r.template identity<A>()), a1 = a0, a2 = a0, a3 = a0;
       for (; i + 4 * w <= n; i += 4 * w) {
-        a0 = r(a0, simd::load(p + i));
-        a1 = r(a1, simd::load(p + i + w));
-        a2 = r(a2, simd::load(p + i + 2 * w));
-        a3 = r(a3, simd::load(p + i + 3 * w));
+        a0 = r(a0, simd::load_as<A>(p + i));
+        a1 = r(a1, simd::load_as<A>(p + i + w));
+        a2 = r(a2, simd::load_as<A>(p + i + 2 * w));
+        a3 = r(a3, simd::load_as<A>(p + i + 3 * w));
       }
-      for (; i + w <= n; i += w) a0 = r(a0, simd::load(p + i));
+      for (; i + w <= n; i += w) a0 = r(a0, simd::load_as<A>(p + i));
       batch all = r(r(a0, a1), r(a2, a3));
       alignas(64) std::array<A, batch::size> lanes;
       all.store_aligned(lanes.data());
@@ -172,9 +174,9 @@ template <class Reducer, class A, class T>
 void native_combine_into(const Reducer& r, A* into, const T* row, std::int64_t width) {
   std::int64_t k = 0;
 #if !defined(__CUDA_ARCH__) && !XSIMD_NO_SUPPORTED_ARCHITECTURE
-  if constexpr (std::is_same_v<T, A> && simd::supported<A>) {
+  if constexpr (simd::loads_as<A, T>) {
     constexpr std::int64_t w = static_cast<std::int64_t>(simd::batch<A>::size);
-    for (; k + w <= width; k += w) simd::store(into + k, r(simd::load(into + k), simd::load(row + k)));
+    for (; k + w <= width; k += w) simd::store(into + k, r(simd::load(into + k), simd::load_as<A>(row + k)));
   }
 #endif
   for (; k < width; ++k) into[k] = r(into[k], static_cast<A>(row[k]));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tandem/core/config.hpp"
+#include "tandem/core/reduced_float.hpp"
 #include "tandem/kernels/cpu/isa.hpp"
 
 #if !defined(__CUDA_ARCH__)
@@ -83,6 +84,24 @@ TANDEM_ALWAYS_INLINE batch<T> load(const T* p) {
 template <class T>
 TANDEM_ALWAYS_INLINE void store(T* p, const batch<T>& v) {
   v.store_unaligned(p);
+}
+
+// Whether a batch of C can be loaded from T's: the same type, or a 16-bit
+// float (bfloat16, float16) widened to the float it computes in.
+template <class C, class T>
+inline constexpr bool loads_as = supported<C> && (std::is_same_v<T, C> || (std::is_same_v<C, float> && is_reduced_float_v<T>));
+
+// A batch of C from T's (loads_as): 16-bit floats widened in a loop of fixed
+// length, which compilers vectorize.
+template <class C, class T>
+TANDEM_ALWAYS_INLINE batch<C> load_as(const T* p) {
+  if constexpr (std::is_same_v<T, C>) {
+    return load(p);
+  } else {
+    alignas(64) C wide[batch<C>::size];
+    for (std::size_t l = 0; l < batch<C>::size; ++l) wide[l] = static_cast<C>(p[l]);
+    return batch<C>::load_aligned(wide);
+  }
 }
 // to[0, count) = from[0, count) with streaming stores, which write around
 // the caches: `count` whole batches, `to` aligned to a batch, `from` (a

@@ -1,0 +1,286 @@
+#pragma once
+// C = A * B for bfloat16 A and B: products summed in float, rounded once to
+// bfloat16.
+//
+// Where the CPU has AVX512-BF16 (AMD Zen 4 and later, Intel Cooper Lake and
+// Sapphire Rapids and later), vdpbf16ps multiplies pairs of bfloat16 in one
+// instruction: each 32-bit lane of its result gains a[2i] * b[2i] +
+// a[2i+1] * b[2i+1], the two exact products added in float, one rounding
+// each. So A is packed in MR-row panels of depth pairs (a row's two steps
+// side by side, broadcast to every lane) and B in NR-column panels of the
+// same pairs; an MR x NR tile of float sums stays in registers for the whole
+// depth and is rounded to bfloat16 as it is stored. The instruction reads
+// subnormal bfloat16 inputs as zero and flushes subnormal sums to zero
+// (Intel's definition); values that small are 2^-126 and below.
+//
+// Elsewhere the operands are widened to float and the float product runs
+// (kernels/cpu/gemm.hpp), rounded once: the same sums in a different order.
+//
+// The kernel is compiled where a translation unit reaches AVX-512 (the
+// library's AVX-512 build, or a program built for it) with the instruction's
+// target enabled on its functions alone, and runs where the CPU has it: the
+// rest of the unit may run on AVX-512 CPUs without it.
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+
+#include "tandem/core/config.hpp"
+#include "tandem/core/reduced_float.hpp"
+#include "tandem/kernels/cpu/dispatch_slot.hpp"
+#include "tandem/kernels/cpu/gemm.hpp"
+#include "tandem/kernels/cpu/isa.hpp"
+#include "tandem/kernels/cpu/simd.hpp"
+#include "tandem/kernels/cpu/thread_pool.hpp"
+
+#if TANDEM_FLAGS_REACH_X86_64_V4 && !defined(__CUDACC__) && \
+    ((defined(__GNUC__) && __GNUC__ >= 10) || (defined(__clang__) && __clang_major__ >= 9))
+#define TANDEM_BF16_DOT_KERNEL 1
+#include <cpuid.h>
+#include <immintrin.h>
+#if defined(__AVX512BF16__)
+#define TANDEM_BF16_DOT_TARGET
+#else
+#define TANDEM_BF16_DOT_TARGET __attribute__((target("avx512bf16")))
+#endif
+#else
+#define TANDEM_BF16_DOT_KERNEL 0
+#endif
+
+namespace tandem::detail {
+
+inline namespace TANDEM_KERNEL_ISA {
+
+// The float product of widened operands, rounded once into c.
+inline void gemm_bf16_via_float(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<bfloat16> a,
+                                strided_matrix<bfloat16> b, bfloat16* c, std::int64_t ldc) {
+  simd::scratch<float> wide_a(static_cast<std::size_t>(m * k)), wide_b(static_cast<std::size_t>(k * n)),
+      wide_c(static_cast<std::size_t>(m * n));
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t p = 0; p < k; ++p) wide_a[static_cast<std::size_t>(i * k + p)] = static_cast<float>(a(i, p));
+  for (std::int64_t p = 0; p < k; ++p)
+    for (std::int64_t j = 0; j < n; ++j) wide_b[static_cast<std::size_t>(p * n + j)] = static_cast<float>(b(p, j));
+  native_gemm<float>(m, n, k, {wide_a.data(), k, 1}, {wide_b.data(), n, 1}, wide_c.data(), n);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] = bfloat16(wide_c[static_cast<std::size_t>(i * n + j)]);
+}
+
+#if TANDEM_BF16_DOT_KERNEL
+
+// Whether the CPU has AVX512-BF16 (cpuid leaf 7, subleaf 1: EAX bit 5),
+// asked once. Only units compiled for AVX-512 ask, which run where it runs.
+// In the build's namespace, as everything a kernel build may leave out of
+// line (kernels/cpu/isa.hpp).
+inline bool cpu_has_bf16_dot_products() {
+  static const bool has = [] {
+    if (__get_cpuid_max(0, nullptr) < 7) return false;
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    __cpuid_count(7, 1, a, b, c, d);
+    return (a >> 5 & 1u) != 0;
+  }();
+  return has;
+}
+
+// The tile: MR rows of A (one broadcast pair each step) against NR columns
+// of B (two registers of 16 pairs), 24 float sums in registers.
+struct bf16_dot_shape {
+  static constexpr std::int64_t mr = 12;
+  static constexpr std::int64_t nr = 32;
+};
+
+// Rows [first, first + MR) of A as pairs: pair p of row i at out[p * MR + i]
+// (bfloat16 2p in the low half, 2p + 1 in the high half), rows past m and
+// the step past an odd depth zero.
+inline void pack_bf16_rows(strided_matrix<bfloat16> a, std::int64_t m, std::int64_t k, std::int64_t first,
+                           std::uint32_t* out) {
+  constexpr std::int64_t mr = bf16_dot_shape::mr;
+  const std::int64_t pairs = (k + 1) / 2, rows = std::min(mr, m - first);
+  if (a.row_stride == 1) {
+    // A is a transposed matrix: a step's rows are adjacent in memory, so
+    // a panel's pairs are two of them widened and interleaved.
+    const __mmask16 live = static_cast<__mmask16>((1u << rows) - 1);
+    for (std::int64_t p = 0; p < pairs; ++p) {
+      const __m512i even = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(live, &a(first, 2 * p)));
+      const __m512i odd = 2 * p + 1 < k ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(live, &a(first, 2 * p + 1)))
+                                        : _mm512_setzero_si512();
+      _mm512_mask_storeu_epi32(out + p * mr, (1u << mr) - 1, _mm512_or_si512(even, _mm512_slli_epi32(odd, 16)));
+    }
+    return;
+  }
+  auto bits = [&](std::int64_t i, std::int64_t p) -> std::uint32_t { return a(first + i, p).bits(); };
+  for (std::int64_t i = 0; i < mr; ++i) {
+    if (i >= rows) {
+      for (std::int64_t p = 0; p < pairs; ++p) out[p * mr + i] = 0;
+      continue;
+    }
+    std::int64_t p = 0;
+    if (a.col_stride == 1) {
+      // A row's pairs are adjacent in memory.
+      const bfloat16* row = &a(first + i, 0);
+      for (; 2 * p + 1 < k; ++p) std::memcpy(&out[p * mr + i], row + 2 * p, sizeof(std::uint32_t));
+    } else {
+      for (; 2 * p + 1 < k; ++p) out[p * mr + i] = bits(i, 2 * p) | bits(i, 2 * p + 1) << 16;
+    }
+    if (2 * p < k) out[p * mr + i] = bits(i, 2 * p);
+  }
+}
+
+// Columns [first, first + NR) of B as pairs: pair p of column j at
+// out[p * NR + j], columns past n and the step past an odd depth zero.
+inline void pack_bf16_columns(strided_matrix<bfloat16> b, std::int64_t n, std::int64_t k, std::int64_t first,
+                              std::uint32_t* out) {
+  constexpr std::int64_t nr = bf16_dot_shape::nr;
+  const std::int64_t pairs = (k + 1) / 2, cols = std::min(nr, n - first);
+  auto bits = [&](std::int64_t p, std::int64_t j) -> std::uint32_t {
+    return p < k && j < cols ? b(p, first + j).bits() : 0u;
+  };
+  if (b.col_stride == 1) {
+    // Two rows of 16 columns, widened and interleaved.
+    const __mmask16 low = cols >= 16 ? 0xffff : static_cast<__mmask16>((1u << cols) - 1);
+    const __mmask16 high = cols <= 16 ? 0 : cols >= 32 ? 0xffff : static_cast<__mmask16>((1u << (cols - 16)) - 1);
+    for (std::int64_t p = 0; p < pairs; ++p) {
+      const bfloat16* even = &b(2 * p, first);
+      const bfloat16* odd = 2 * p + 1 < k ? &b(2 * p + 1, first) : nullptr;
+      for (int half = 0; half < 2; ++half) {
+        const __mmask16 live = half == 0 ? low : high;
+        const __m512i e = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(live, even + 16 * half));
+        const __m512i o = odd ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(live, odd + 16 * half))
+                              : _mm512_setzero_si512();
+        _mm512_storeu_si512(out + p * nr + 16 * half, _mm512_or_si512(e, _mm512_slli_epi32(o, 16)));
+      }
+    }
+    return;
+  }
+  if (b.row_stride == 1 && cols == nr) {
+    // B is a transposed matrix (a layer's weight): a column's pairs are
+    // adjacent in memory.
+    for (std::int64_t j = 0; j < nr; ++j) {
+      const bfloat16* column = &b(0, first + j);
+      std::int64_t p = 0;
+      for (; 2 * p + 1 < k; ++p) std::memcpy(&out[p * nr + j], column + 2 * p, sizeof(std::uint32_t));
+      if (2 * p < k) out[p * nr + j] = column[2 * p].bits();
+    }
+    return;
+  }
+  for (std::int64_t p = 0; p < pairs; ++p)
+    for (std::int64_t j = 0; j < nr; ++j) out[p * nr + j] = bits(2 * p, j) | bits(2 * p + 1, j) << 16;
+}
+
+// 16 float sums rounded to bfloat16 as bfloat16(float) rounds (to nearest
+// even, a NaN quiet with its sign and payload's top bits), the `live` ones
+// stored.
+TANDEM_ALWAYS_INLINE void store_rounded_bf16(bfloat16* to, __m512 sums, __mmask16 live) {
+  const __m512i bits = _mm512_castps_si512(sums);
+  const __m512i parity = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(parity, _mm512_set1_epi32(0x7fff))), 16);
+  const __mmask16 nan = _mm512_cmp_ps_mask(sums, sums, _CMP_UNORD_Q);
+  rounded = _mm512_mask_or_epi32(rounded, nan, _mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40));
+  _mm512_mask_cvtepi32_storeu_epi16(to, live, rounded);
+}
+
+// One tile of C: `pairs` steps of packed A (MR rows) against packed B (NR
+// columns), its first `rows` rows and `cols` columns stored.
+TANDEM_BF16_DOT_TARGET inline void bf16_dot_tile(const std::uint32_t* pa, const std::uint32_t* pb,
+                                                 std::int64_t pairs, bfloat16* c, std::int64_t ldc,
+                                                 std::int64_t rows, std::int64_t cols) {
+  constexpr int mr = static_cast<int>(bf16_dot_shape::mr);
+  __m512 sums[mr][2];
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 12
+#endif
+  for (int i = 0; i < mr; ++i) sums[i][0] = sums[i][1] = _mm512_setzero_ps();
+  for (std::int64_t p = 0; p < pairs; ++p) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(pb + p * 32);
+    const __m512bh b1 = (__m512bh)_mm512_loadu_si512(pb + p * 32 + 16);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 12
+#endif
+    for (int i = 0; i < mr; ++i) {
+      const __m512bh ai = (__m512bh)_mm512_set1_epi32(static_cast<int>(pa[p * mr + i]));
+      sums[i][0] = _mm512_dpbf16_ps(sums[i][0], ai, b0);
+      sums[i][1] = _mm512_dpbf16_ps(sums[i][1], ai, b1);
+    }
+  }
+  const __mmask16 low = cols >= 16 ? 0xffff : static_cast<__mmask16>((1u << cols) - 1);
+  const __mmask16 high = cols <= 16 ? 0 : cols >= 32 ? 0xffff : static_cast<__mmask16>((1u << (cols - 16)) - 1);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 12
+#endif
+  for (int i = 0; i < mr; ++i) {
+    if (i < rows) {
+      store_rounded_bf16(c + i * ldc, sums[i][0], low);
+      store_rounded_bf16(c + i * ldc + 16, sums[i][1], high);
+    }
+  }
+}
+
+// The product with vdpbf16ps: A and B packed once (each thread packs a
+// share of the panels), then the tiles shared among the threads, a column
+// panel of B at a time so that consecutive tiles read the same panel.
+inline void gemm_bf16_dot(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<bfloat16> a,
+                          strided_matrix<bfloat16> b, bfloat16* c, std::int64_t ldc) {
+  using shape = bf16_dot_shape;
+  const std::int64_t pairs = (k + 1) / 2;
+  const std::int64_t row_panels = (m + shape::mr - 1) / shape::mr, column_panels = (n + shape::nr - 1) / shape::nr;
+  thread_local simd::scratch<std::uint32_t> packed_a, packed_b;
+  packed_a.resize(static_cast<std::size_t>(row_panels * pairs * shape::mr));
+  packed_b.resize(static_cast<std::size_t>(column_panels * pairs * shape::nr));
+  std::uint32_t* const pa = packed_a.data();
+  std::uint32_t* const pb = packed_b.data();
+  // Chunks of a few microseconds' work at least: packing moves about a
+  // pair per cycle, and a tile sums 24 pairs of registers per pair of depth.
+  const std::int64_t panel_grain = std::max<std::int64_t>(1, 2048 / std::max<std::int64_t>(pairs, 1));
+  parallel_for(row_panels, panel_grain, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t panel = first; panel < last; ++panel)
+      pack_bf16_rows(a, m, k, panel * shape::mr, pa + panel * pairs * shape::mr);
+  });
+  parallel_for(column_panels, panel_grain, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t panel = first; panel < last; ++panel)
+      pack_bf16_columns(b, n, k, panel * shape::nr, pb + panel * pairs * shape::nr);
+  });
+  const std::int64_t tile_grain = std::max<std::int64_t>(1, 4096 / std::max<std::int64_t>(pairs, 1));
+  parallel_for(row_panels * column_panels, tile_grain, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t tile = first; tile < last; ++tile) {
+      const std::int64_t jp = tile / row_panels, ip = tile % row_panels;
+      bf16_dot_tile(pa + ip * pairs * shape::mr, pb + jp * pairs * shape::nr, pairs,
+                    c + ip * shape::mr * ldc + jp * shape::nr, ldc, std::min(shape::mr, m - ip * shape::mr),
+                    std::min(shape::nr, n - jp * shape::nr));
+    }
+  });
+}
+
+#endif
+
+// This translation unit's own bfloat16 product: vdpbf16ps where the unit
+// compiles it and the CPU runs it, else through float.
+inline void native_gemm_bf16(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<bfloat16> a,
+                             strided_matrix<bfloat16> b, bfloat16* c, std::int64_t ldc) {
+#if TANDEM_BF16_DOT_KERNEL
+  if (cpu_has_bf16_dot_products()) {
+    gemm_bf16_dot(m, n, k, a, b, c, ldc);
+    return;
+  }
+#endif
+  gemm_bf16_via_float(m, n, k, a, b, c, ldc);
+}
+
+}  // inline namespace TANDEM_KERNEL_ISA
+
+// The bfloat16 product chosen at run time among tandem::compiled's builds
+// (kernels/cpu/dispatch.hpp); null until a choice is made.
+using gemm_bf16_function = void (*)(std::int64_t, std::int64_t, std::int64_t, strided_matrix<bfloat16>,
+                                    strided_matrix<bfloat16>, bfloat16*, std::int64_t);
+inline constinit std::atomic<gemm_bf16_function> dispatched_gemm_bf16{nullptr};
+
+inline namespace TANDEM_KERNEL_ISA {
+
+// C (m x n, row stride ldc) = A (m x k) * B (k x n), for m, n > 0.
+inline void gemm_bf16(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<bfloat16> a,
+                      strided_matrix<bfloat16> b, bfloat16* c, std::int64_t ldc) {
+  call_dispatched<&native_gemm_bf16>(dispatched_gemm_bf16, m, n, k, a, b, c, ldc);
+}
+
+}  // inline namespace TANDEM_KERNEL_ISA
+
+}  // namespace tandem::detail
