@@ -330,6 +330,17 @@ TANDEM_ALWAYS_INLINE void widen_block(C* to, const T* from, std::int64_t stride,
 template <std::size_t Block, class R, class C>
 TANDEM_ALWAYS_INLINE void narrow_block(R* to, std::int64_t stride, const C* from, std::int64_t count) {
   if (stride == 1 && count == static_cast<std::int64_t>(Block)) {
+#if defined(__F16C__) && defined(__AVX__)
+    // F16C rounds float to float16 as float16's constructor does (to
+    // nearest even, subnormals kept, a NaN quiet with its payload's top
+    // bits), 8 at a time.
+    if constexpr (std::is_same_v<R, float16> && std::is_same_v<C, float> && Block % 8 == 0) {
+      for (std::size_t l = 0; l < Block; l += 8)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(to + l),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(from + l), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      return;
+    }
+#endif
     for (std::size_t l = 0; l < Block; ++l) to[l] = static_cast<R>(from[l]);
     return;
   }

@@ -6,10 +6,11 @@
 // Sapphire Rapids and later), vdpbf16ps multiplies pairs of bfloat16 in one
 // instruction: each 32-bit lane of its result gains a[2i] * b[2i] +
 // a[2i+1] * b[2i+1], the two exact products added in float, one rounding
-// each. So A is packed in MR-row panels of depth pairs (a row's two steps
-// side by side, broadcast to every lane) and B in NR-column panels of the
-// same pairs; an MR x NR tile of float sums stays in registers for the whole
-// depth and is rounded to bfloat16 as it is stored. The instruction reads
+// each. So B is packed in NR-column panels of depth pairs, and A's pairs (a
+// row's two steps side by side, broadcast to every lane) are read in place
+// where a row's steps are contiguous, else packed in MR-row panels; an
+// MR x NR tile of float sums stays in registers for the whole depth and is
+// rounded to bfloat16 as it is stored. The instruction reads
 // subnormal bfloat16 inputs as zero and flushes subnormal sums to zero
 // (Intel's definition); values that small are 2^-126 and below.
 //
@@ -83,18 +84,28 @@ inline bool cpu_has_bf16_dot_products() {
 }
 
 // The tile: MR rows of A (one broadcast pair each step) against NR columns
-// of B (two registers of 16 pairs), 24 float sums in registers.
+// of B (`Batches` registers of 16 pairs), float sums in registers: two
+// registers wide, and one where C has at most 16 columns (a layer of 10
+// outputs filled 10 of 32 columns).
+template <int Batches>
 struct bf16_dot_shape {
+  static constexpr int batches = Batches;
   static constexpr std::int64_t mr = 12;
-  static constexpr std::int64_t nr = 32;
+  static constexpr std::int64_t nr = 16 * Batches;
 };
+
+// The first `count` of 16 lanes, count clamped to [0, 16].
+inline __mmask16 first_lanes(std::int64_t count) {
+  return count >= 16 ? static_cast<__mmask16>(0xffff)
+                     : count <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << count) - 1);
+}
 
 // Rows [first, first + MR) of A as pairs: pair p of row i at out[p * MR + i]
 // (bfloat16 2p in the low half, 2p + 1 in the high half), rows past m and
 // the step past an odd depth zero.
 inline void pack_bf16_rows(strided_matrix<bfloat16> a, std::int64_t m, std::int64_t k, std::int64_t first,
                            std::uint32_t* out) {
-  constexpr std::int64_t mr = bf16_dot_shape::mr;
+  constexpr std::int64_t mr = bf16_dot_shape<1>::mr;
   const std::int64_t pairs = (k + 1) / 2, rows = std::min(mr, m - first);
   if (a.row_stride == 1) {
     // A is a transposed matrix: a step's rows are adjacent in memory, so
@@ -128,26 +139,25 @@ inline void pack_bf16_rows(strided_matrix<bfloat16> a, std::int64_t m, std::int6
 
 // Columns [first, first + NR) of B as pairs: pair p of column j at
 // out[p * NR + j], columns past n and the step past an odd depth zero.
-inline void pack_bf16_columns(strided_matrix<bfloat16> b, std::int64_t n, std::int64_t k, std::int64_t first,
-                              std::uint32_t* out) {
-  constexpr std::int64_t nr = bf16_dot_shape::nr;
+template <class Shape>
+void pack_bf16_columns(strided_matrix<bfloat16> b, std::int64_t n, std::int64_t k, std::int64_t first,
+                       std::uint32_t* out) {
+  constexpr std::int64_t nr = Shape::nr;
   const std::int64_t pairs = (k + 1) / 2, cols = std::min(nr, n - first);
   auto bits = [&](std::int64_t p, std::int64_t j) -> std::uint32_t {
     return p < k && j < cols ? b(p, first + j).bits() : 0u;
   };
   if (b.col_stride == 1) {
-    // Two rows of 16 columns, widened and interleaved.
-    const __mmask16 low = cols >= 16 ? 0xffff : static_cast<__mmask16>((1u << cols) - 1);
-    const __mmask16 high = cols <= 16 ? 0 : cols >= 32 ? 0xffff : static_cast<__mmask16>((1u << (cols - 16)) - 1);
+    // Two rows of 16 columns at a time, widened and interleaved.
     for (std::int64_t p = 0; p < pairs; ++p) {
       const bfloat16* even = &b(2 * p, first);
       const bfloat16* odd = 2 * p + 1 < k ? &b(2 * p + 1, first) : nullptr;
-      for (int half = 0; half < 2; ++half) {
-        const __mmask16 live = half == 0 ? low : high;
-        const __m512i e = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(live, even + 16 * half));
-        const __m512i o = odd ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(live, odd + 16 * half))
+      for (int part = 0; part < Shape::batches; ++part) {
+        const __mmask16 live = first_lanes(cols - 16 * part);
+        const __m512i e = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(live, even + 16 * part));
+        const __m512i o = odd ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(live, odd + 16 * part))
                               : _mm512_setzero_si512();
-        _mm512_storeu_si512(out + p * nr + 16 * half, _mm512_or_si512(e, _mm512_slli_epi32(o, 16)));
+        _mm512_storeu_si512(out + p * nr + 16 * part, _mm512_or_si512(e, _mm512_slli_epi32(o, 16)));
       }
     }
     return;
@@ -179,73 +189,106 @@ TANDEM_ALWAYS_INLINE void store_rounded_bf16(bfloat16* to, __m512 sums, __mmask1
   _mm512_mask_cvtepi32_storeu_epi16(to, live, rounded);
 }
 
-// One tile of C: `pairs` steps of packed A (MR rows) against packed B (NR
-// columns), its first `rows` rows and `cols` columns stored.
-TANDEM_BF16_DOT_TARGET inline void bf16_dot_tile(const std::uint32_t* pa, const std::uint32_t* pb,
-                                                 std::int64_t pairs, bfloat16* c, std::int64_t ldc,
-                                                 std::int64_t rows, std::int64_t cols) {
-  constexpr int mr = static_cast<int>(bf16_dot_shape::mr);
-  __m512 sums[mr][2];
+// Where a tile reads A's pairs: a packed panel, or, where a row's steps are
+// contiguous, the panel's rows in place (rows past A's last repeat it; their
+// sums are not stored): packing A cost more than a narrow product.
+struct bf16_panel_of_a {
+  const std::uint32_t* packed;
+  const bfloat16* rows[bf16_dot_shape<1>::mr];
+};
+
+// Pair p of the panel's row i: packed, or read in place.
+template <bool InPlace>
+TANDEM_ALWAYS_INLINE int bf16_pair(const bf16_panel_of_a& a, int i, std::int64_t p) {
+  std::uint32_t pair;
+  if constexpr (InPlace) std::memcpy(&pair, a.rows[i] + 2 * p, sizeof pair);
+  else pair = a.packed[p * bf16_dot_shape<1>::mr + i];
+  return static_cast<int>(pair);
+}
+
+// One tile of C: A's panel (MR rows) against packed B (NR columns), k steps
+// deep, its first `rows` rows and `cols` columns stored. Read in place, an
+// odd depth's last step is summed as the pair (step, 0), which is B's.
+template <class Shape, bool InPlace>
+TANDEM_BF16_DOT_TARGET void bf16_dot_tile(const bf16_panel_of_a& a, const std::uint32_t* pb, std::int64_t k,
+                                          bfloat16* c, std::int64_t ldc, std::int64_t rows, std::int64_t cols) {
+  constexpr int mr = static_cast<int>(Shape::mr), nb = Shape::batches;
+  __m512 sums[mr][nb];
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC unroll 12
+#pragma GCC unroll 24
 #endif
-  for (int i = 0; i < mr; ++i) sums[i][0] = sums[i][1] = _mm512_setzero_ps();
+  for (int t = 0; t < mr * nb; ++t) sums[t / nb][t % nb] = _mm512_setzero_ps();
+  const std::int64_t pairs = InPlace ? k / 2 : (k + 1) / 2;
   for (std::int64_t p = 0; p < pairs; ++p) {
-    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(pb + p * 32);
-    const __m512bh b1 = (__m512bh)_mm512_loadu_si512(pb + p * 32 + 16);
+    __m512bh b[nb];
+    for (int j = 0; j < nb; ++j) b[j] = (__m512bh)_mm512_loadu_si512(pb + p * Shape::nr + 16 * j);
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC unroll 12
 #endif
     for (int i = 0; i < mr; ++i) {
-      const __m512bh ai = (__m512bh)_mm512_set1_epi32(static_cast<int>(pa[p * mr + i]));
-      sums[i][0] = _mm512_dpbf16_ps(sums[i][0], ai, b0);
-      sums[i][1] = _mm512_dpbf16_ps(sums[i][1], ai, b1);
+      const __m512bh ai = (__m512bh)_mm512_set1_epi32(bf16_pair<InPlace>(a, i, p));
+      for (int j = 0; j < nb; ++j) sums[i][j] = _mm512_dpbf16_ps(sums[i][j], ai, b[j]);
     }
   }
-  const __mmask16 low = cols >= 16 ? 0xffff : static_cast<__mmask16>((1u << cols) - 1);
-  const __mmask16 high = cols <= 16 ? 0 : cols >= 32 ? 0xffff : static_cast<__mmask16>((1u << (cols - 16)) - 1);
+  if (InPlace && k % 2 != 0) {
+    __m512bh b[nb];
+    for (int j = 0; j < nb; ++j) b[j] = (__m512bh)_mm512_loadu_si512(pb + pairs * Shape::nr + 16 * j);
+    for (int i = 0; i < mr; ++i) {
+      const __m512bh ai = (__m512bh)_mm512_set1_epi32(static_cast<int>(a.rows[i][k - 1].bits()));
+      for (int j = 0; j < nb; ++j) sums[i][j] = _mm512_dpbf16_ps(sums[i][j], ai, b[j]);
+    }
+  }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC unroll 12
 #endif
   for (int i = 0; i < mr; ++i) {
-    if (i < rows) {
-      store_rounded_bf16(c + i * ldc, sums[i][0], low);
-      store_rounded_bf16(c + i * ldc + 16, sums[i][1], high);
-    }
+    if (i < rows)
+      for (int j = 0; j < nb; ++j) store_rounded_bf16(c + i * ldc + 16 * j, sums[i][j], first_lanes(cols - 16 * j));
   }
 }
 
-// The product with vdpbf16ps: A and B packed once (each thread packs a
-// share of the panels), then the tiles shared among the threads, a column
-// panel of B at a time so that consecutive tiles read the same panel.
-inline void gemm_bf16_dot(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<bfloat16> a,
-                          strided_matrix<bfloat16> b, bfloat16* c, std::int64_t ldc) {
-  using shape = bf16_dot_shape;
+// The product with vdpbf16ps: B packed once, and A where its rows' steps
+// are not contiguous (each thread packs a share of the panels), then the
+// tiles shared among the threads, a column panel of B at a time so that
+// consecutive tiles read the same panel.
+template <class Shape>
+void gemm_bf16_dot(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<bfloat16> a,
+                   strided_matrix<bfloat16> b, bfloat16* c, std::int64_t ldc) {
+  using shape = Shape;
   const std::int64_t pairs = (k + 1) / 2;
   const std::int64_t row_panels = (m + shape::mr - 1) / shape::mr, column_panels = (n + shape::nr - 1) / shape::nr;
+  const bool a_in_place = a.col_stride == 1;
   thread_local simd::scratch<std::uint32_t> packed_a, packed_b;
-  packed_a.resize(static_cast<std::size_t>(row_panels * pairs * shape::mr));
+  packed_a.resize(a_in_place ? 0 : static_cast<std::size_t>(row_panels * pairs * shape::mr));
   packed_b.resize(static_cast<std::size_t>(column_panels * pairs * shape::nr));
   std::uint32_t* const pa = packed_a.data();
   std::uint32_t* const pb = packed_b.data();
   // Chunks of a few microseconds' work at least: packing moves about a
   // pair per cycle, and a tile sums 24 pairs of registers per pair of depth.
   const std::int64_t panel_grain = std::max<std::int64_t>(1, 2048 / std::max<std::int64_t>(pairs, 1));
-  parallel_for(row_panels, panel_grain, [&](std::int64_t first, std::int64_t last) {
-    for (std::int64_t panel = first; panel < last; ++panel)
-      pack_bf16_rows(a, m, k, panel * shape::mr, pa + panel * pairs * shape::mr);
-  });
+  if (!a_in_place)
+    parallel_for(row_panels, panel_grain, [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t panel = first; panel < last; ++panel)
+        pack_bf16_rows(a, m, k, panel * shape::mr, pa + panel * pairs * shape::mr);
+    });
   parallel_for(column_panels, panel_grain, [&](std::int64_t first, std::int64_t last) {
     for (std::int64_t panel = first; panel < last; ++panel)
-      pack_bf16_columns(b, n, k, panel * shape::nr, pb + panel * pairs * shape::nr);
+      pack_bf16_columns<shape>(b, n, k, panel * shape::nr, pb + panel * pairs * shape::nr);
   });
   const std::int64_t tile_grain = std::max<std::int64_t>(1, 4096 / std::max<std::int64_t>(pairs, 1));
   parallel_for(row_panels * column_panels, tile_grain, [&](std::int64_t first, std::int64_t last) {
     for (std::int64_t tile = first; tile < last; ++tile) {
       const std::int64_t jp = tile / row_panels, ip = tile % row_panels;
-      bf16_dot_tile(pa + ip * pairs * shape::mr, pb + jp * pairs * shape::nr, pairs,
-                    c + ip * shape::mr * ldc + jp * shape::nr, ldc, std::min(shape::mr, m - ip * shape::mr),
-                    std::min(shape::nr, n - jp * shape::nr));
+      const std::int64_t rows = std::min(shape::mr, m - ip * shape::mr), cols = std::min(shape::nr, n - jp * shape::nr);
+      bfloat16* const at = c + ip * shape::mr * ldc + jp * shape::nr;
+      bf16_panel_of_a panel{};
+      if (a_in_place) {
+        for (std::int64_t i = 0; i < shape::mr; ++i) panel.rows[i] = &a(ip * shape::mr + std::min(i, rows - 1), 0);
+        bf16_dot_tile<shape, true>(panel, pb + jp * pairs * shape::nr, k, at, ldc, rows, cols);
+      } else {
+        panel.packed = pa + ip * pairs * shape::mr;
+        bf16_dot_tile<shape, false>(panel, pb + jp * pairs * shape::nr, k, at, ldc, rows, cols);
+      }
     }
   });
 }
@@ -258,7 +301,10 @@ inline void native_gemm_bf16(std::int64_t m, std::int64_t n, std::int64_t k, str
                              strided_matrix<bfloat16> b, bfloat16* c, std::int64_t ldc) {
 #if TANDEM_BF16_DOT_KERNEL
   if (cpu_has_bf16_dot_products()) {
-    gemm_bf16_dot(m, n, k, a, b, c, ldc);
+    if (n <= bf16_dot_shape<1>::nr)
+      gemm_bf16_dot<bf16_dot_shape<1>>(m, n, k, a, b, c, ldc);
+    else
+      gemm_bf16_dot<bf16_dot_shape<2>>(m, n, k, a, b, c, ldc);
     return;
   }
 #endif
