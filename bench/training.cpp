@@ -5,7 +5,9 @@
 // and, when libtorch-dev is installed, libtorch
 // eager on the same architectures (training_libtorch.cpp, linked into the
 // same binary). bench/training_pytorch.py times PyTorch eager and
-// torch.compile the same way.
+// torch.compile the same way. The *_bf16 rows run the step under
+// autocast(bfloat16) (products of bfloat16-rounded operands, float sums);
+// training_pytorch.py --autocast times PyTorch's autocast beside them.
 //
 //   ./build/release/bench/bench_training --benchmark_min_time=2
 #include <benchmark/benchmark.h>
@@ -35,7 +37,7 @@ struct batch {
 enum class run { eager, graph, capture };
 
 template <class Model>
-void step(benchmark::State& state, run how) {
+void step(benchmark::State& state, run how, dtype products = dtype::float32) {
   set_num_threads(static_cast<int>(state.range(0)));
   generator gen(7);
   Model model(gen);
@@ -45,6 +47,7 @@ void step(benchmark::State& state, run how) {
   auto captured = capture(
       [&eager](const tensor<float>& images, const tensor<std::int64_t>& labels) { return eager(images, labels); });
   batch data;
+  const autocast precision(products);
   for (auto _ : state) {
     tensor<float> loss = how == run::graph     ? graph(data.images, data.labels)
                          : how == run::capture ? captured(data.images, data.labels)
@@ -71,9 +74,12 @@ void mlp_step_hand(benchmark::State& state) {
 void mlp_step_tandem_eager(benchmark::State& state) { step<fashion::mlp>(state, run::eager); }
 void mlp_step_tandem_capture(benchmark::State& state) { step<fashion::mlp>(state, run::capture); }
 void mlp_step_tandem_graph(benchmark::State& state) { step<fashion::mlp>(state, run::graph); }
+void mlp_step_tandem_eager_bf16(benchmark::State& state) { step<fashion::mlp>(state, run::eager, dtype::bfloat16); }
+void mlp_step_tandem_graph_bf16(benchmark::State& state) { step<fashion::mlp>(state, run::graph, dtype::bfloat16); }
 void cnn_step_tandem_eager(benchmark::State& state) { step<fashion::cnn>(state, run::eager); }
 void cnn_step_tandem_capture(benchmark::State& state) { step<fashion::cnn>(state, run::capture); }
 void cnn_step_tandem_graph(benchmark::State& state) { step<fashion::cnn>(state, run::graph); }
+void cnn_step_tandem_graph_bf16(benchmark::State& state) { step<fashion::cnn>(state, run::graph, dtype::bfloat16); }
 
 }  // namespace
 
@@ -81,8 +87,11 @@ BENCHMARK(mlp_step_hand)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicros
 BENCHMARK(mlp_step_tandem_eager)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(mlp_step_tandem_capture)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(mlp_step_tandem_graph)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(mlp_step_tandem_eager_bf16)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(mlp_step_tandem_graph_bf16)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(cnn_step_tandem_eager)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(cnn_step_tandem_capture)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(cnn_step_tandem_graph)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(cnn_step_tandem_graph_bf16)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

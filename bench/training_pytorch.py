@@ -6,7 +6,10 @@ batch 128, one training step (zero_grad, forward, backward, update) timed
 on 1 and 2 threads, eagerly and under torch.compile. Needs `pip install
 torch`; never part of tandem's build or tests.
 
-    python3 bench/training_pytorch.py [--seconds 2] [--json out.json]
+    python3 bench/training_pytorch.py [--seconds 2] [--json out.json] [--autocast]
+
+--autocast runs each step under torch.autocast("cpu", dtype=torch.bfloat16)
+(bench_training's *_bf16 rows).
 
 Prints one line per case in bench_training's units (microseconds per step
 for the MLP, milliseconds for the CNN), and with --json writes them for
@@ -49,7 +52,7 @@ class CNN(nn.Module):
         return self.out(F.relu(self.hidden(x.flatten(1))))
 
 
-def time_step(make_model, threads, compiled, seconds):
+def time_step(make_model, threads, compiled, seconds, autocast=False):
     torch.set_num_threads(threads)
     torch.manual_seed(7)
     model = make_model()
@@ -59,7 +62,8 @@ def time_step(make_model, threads, compiled, seconds):
 
     def step(x, y):
         optimizer.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(x), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = F.cross_entropy(model(x), y)
         loss.backward()
         optimizer.step()
         return loss
@@ -79,17 +83,19 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--json")
+    parser.add_argument("--autocast", action="store_true")
     args = parser.parse_args()
+    suffix = "_bf16" if args.autocast else ""
     results = {}
     for name, make, unit, scale in (("mlp", MLP, "us", 1e6), ("cnn", CNN, "ms", 1e3)):
         for mode, compiled in (("eager", False), ("compile", True)):
             for threads in (1, 2):
                 try:
-                    seconds = time_step(make, threads, compiled, args.seconds)
+                    seconds = time_step(make, threads, compiled, args.seconds, args.autocast)
                 except Exception as error:  # torch.compile needs a working C++ toolchain
-                    print(f"{name}_step_pytorch_{mode}/{threads}: failed ({type(error).__name__}: {error})")
+                    print(f"{name}_step_pytorch_{mode}{suffix}/{threads}: failed ({type(error).__name__}: {error})")
                     continue
-                key = f"{name}_step_pytorch_{mode}/{threads}"
+                key = f"{name}_step_pytorch_{mode}{suffix}/{threads}"
                 results[key] = seconds * scale
                 print(f"{key:34s} {seconds * scale:10.1f} {unit}")
     if args.json:

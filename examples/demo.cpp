@@ -16,6 +16,9 @@
 //   ./tandem.sh demo --data /path/to/dir   # the four IDX files, raw or .gz
 //   ./tandem.sh demo --quick               # what ctest runs: 1 epoch on 3000 images
 //   ./tandem.sh demo --device cuda         # on the GPU (a build with CUDA)
+//   ./tandem.sh demo --precision bf16      # products of bfloat16-rounded operands
+//                                          # summed in float (autocast), or fp16;
+//                                          # fp32 by default
 //   ./tandem.sh demo --profile trace.json  # a profile of steps 2-6 of each run:
 //                                          # a Chrome trace and a summary table
 //   mpirun -np 2 ./build/release/examples/demo --distributed
@@ -171,6 +174,7 @@ int main(int argc, char** argv) {
   bool distributed = false;
   device where = device::cpu;
   std::string profile_file;
+  dtype products = dtype::float32;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--quick") mlp_epochs = cnn_epochs = 1, limit = 3000;
@@ -185,9 +189,11 @@ int main(int argc, char** argv) {
       where = std::string(argv[++i]) == "cuda" ? device::cuda(0) : device::cpu;
     else if (arg == "--profile" && i + 1 < argc)
       profile_file = argv[++i];
+    else if (arg == "--precision" && i + 1 < argc && parse_precision(argv[i + 1]))
+      products = *parse_precision(argv[++i]);
     else {
       std::cerr << "usage: demo [--quick] [--epochs N] [--model mlp|cnn] [--mode eager|graph|capture] [--data DIR] "
-                   "[--distributed] [--device cpu|cuda] [--profile TRACE.json]\n";
+                   "[--distributed] [--device cpu|cuda] [--precision fp32|bf16|fp16] [--profile TRACE.json]\n";
       return 2;
     }
   }
@@ -208,6 +214,11 @@ int main(int argc, char** argv) {
     }
     if (distributed) {
       std::cerr << "demo: --device cuda trains on one GPU; --distributed is for the host\n";
+      return 2;
+    }
+    if (products != dtype::float32) {
+      std::cerr << "demo: --precision bf16 and fp16 round the products' operands on the host; on the GPU products "
+                   "run in float\n";
       return 2;
     }
     // capture() fuses host kernels: on the GPU both models train eagerly
@@ -247,6 +258,9 @@ int main(int argc, char** argv) {
     std::cout << "tandem demo: Fashion-MNIST from " << dir << ", " << train_set.images.shape(0) << " training and "
               << test_set.images.shape(0) << " test images, " << num_threads() << " threads\n"
               << "an MLP 784-256-256-10 and a CNN (two 3x3 convolutions with batch norm), Adam with a cosine schedule,\n";
+    if (products != dtype::float32)
+      std::cout << "matrix products and convolutions of " << dtype_name(products)
+                << "-rounded operands summed in float (autocast), everything else in float\n";
     if (place.ranks == 1)
       std::cout << "batch 128, each trained eagerly and in graph mode (one static graph per step) from the same seed\n";
     else
@@ -262,6 +276,7 @@ int main(int argc, char** argv) {
   }
   profiler* profiled = recording ? &*recording : nullptr;
   std::vector<run_result> runs;
+  const autocast precision(products);
   for (run_mode m : modes)
     if (which != "cnn") runs.push_back(train<mlp>("mlp", m, train_set, test_set, mlp_epochs, place, where, profiled));
   for (run_mode m : modes)

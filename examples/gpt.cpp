@@ -12,6 +12,8 @@
 //   ./tandem.sh demo --model gpt --minutes 2      # shorter
 //   ./tandem.sh demo --model gpt --mode eager     # train eagerly instead
 //   ./tandem.sh demo --model gpt --quick          # what ctest runs: seconds
+//   ./tandem.sh demo --model gpt --precision bf16 # products of bfloat16-rounded operands
+//                                                 # summed in float (autocast), or fp16
 //   gpt --time-steps 30                           # the median time of a training step, then exit
 //                                                 # (bench/gpt_compare.py runs it beside PyTorch)
 #include <tandem/tandem.hpp>
@@ -39,6 +41,7 @@ struct settings {
   double minutes = 10;
   std::int64_t agreement_steps = 20, interval = 200, validation_batches = 10, sample_length = 400;
   run_mode mode = run_mode::graph;
+  dtype precision = dtype::float32;
   std::string data = "build/data/kjv.txt";
   bool quick = false;
   std::int64_t time_steps = 0;
@@ -149,8 +152,10 @@ int main(int argc, char** argv) {
     else if (arg == "--mode" && i + 1 < argc && parse_mode(argv[i + 1])) s.mode = *parse_mode(argv[++i]);
     else if (arg == "--model" && i + 1 < argc && std::string(argv[i + 1]) == "gpt") ++i;
     else if (arg == "--time-steps" && i + 1 < argc && std::atoi(argv[i + 1]) > 0) s.time_steps = std::atoi(argv[++i]);
+    else if (arg == "--precision" && i + 1 < argc && parse_precision(argv[i + 1])) s.precision = *parse_precision(argv[++i]);
     else {
-      std::cerr << "usage: gpt [--quick] [--minutes M] [--mode eager|graph|capture] [--data FILE] [--time-steps N]\n";
+      std::cerr << "usage: gpt [--quick] [--minutes M] [--mode eager|graph|capture] [--precision fp32|bf16|fp16] "
+                   "[--data FILE] [--time-steps N]\n";
       return 2;
     }
   }
@@ -174,6 +179,10 @@ int main(int argc, char** argv) {
             << " validation characters, vocabulary " << text.vocabulary() << ", " << num_threads() << " threads\n"
             << "4 pre-norm blocks, 4 heads, width 128, context " << s.context << ", batch " << s.batch
             << "; AdamW 1e-3, warmup 100 steps and a cosine to 1e-4, gradients clipped at 1.0\n";
+  if (s.precision != dtype::float32)
+    std::cout << "matrix products of " << dtype_name(s.precision)
+              << "-rounded operands summed in float (autocast); attention and everything else in float\n";
+  const autocast precision(s.precision);
 
   if (s.time_steps > 0) {
     time_steps(text, s);

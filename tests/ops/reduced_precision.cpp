@@ -12,6 +12,7 @@
 
 #include "support/check.hpp"
 #include "support/kernel_builds.hpp"
+#include "support/products.hpp"
 
 using namespace tandem;
 
@@ -111,19 +112,6 @@ void check_reductions() {
   static_assert(std::is_same_v<decltype(mean(std::declval<tensor<T>>())), tensor<T>>);
 }
 
-// a (m x k) times b (k x n) in double.
-template <class T>
-std::vector<double> product_in_double(const tensor<T>& a, const tensor<T>& b) {
-  std::vector<double> want;
-  for (std::int64_t i = 0; i < a.shape(0); ++i)
-    for (std::int64_t j = 0; j < b.shape(1); ++j) {
-      double s = 0;
-      for (std::int64_t p = 0; p < a.shape(1); ++p) s += static_cast<double>(a.at(i, p)) * static_cast<double>(b.at(p, j));
-      want.push_back(s);
-    }
-  return want;
-}
-
 // Float accumulation, one rounding: within an ulp of the double product, and
 // (where cancellation makes relative error unbounded) of the terms' scale.
 template <class T>
@@ -141,7 +129,7 @@ void check_matmul() {
     const tensor<T> a = test::random_tensor<float>({m, k}, -1, 1, 4).template astype<T>();
     const tensor<T> b = test::random_tensor<float>({k, n}, -1, 1, 5).template astype<T>();
     INFO(m << "x" << k << "x" << n);
-    check_product(a, b, product_in_double(a, b));
+    check_product(a, b, test::product_in_double(a, b));
   }
 }
 
@@ -207,7 +195,7 @@ TEST_CASE("bfloat16 matrix products on every kernel build, in every layout") {
     const std::int64_t m = extents[0], k = extents[1], n = extents[2];
     const tensor<bfloat16> a = test::random_tensor<float>({m, k}, -1, 1, 6).astype<bfloat16>();
     const tensor<bfloat16> b = test::random_tensor<float>({k, n}, -1, 1, 7).astype<bfloat16>();
-    const std::vector<double> want = product_in_double(a, b);
+    const std::vector<double> want = test::product_in_double(a, b);
     for (instruction_set level : levels) {
       set_kernel_instruction_set(level);
       for (const auto& a_laid_out : test::layouts(a))

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tandem/autograd/engine.hpp"
+#include "tandem/core/autocast.hpp"
 #include "tandem/core/deferred.hpp"
 #include "tandem/core/profiling.hpp"
 #include "tandem/graph/mode.hpp"
@@ -80,6 +81,7 @@ inline void run_graph_now(node& root, const backward_context& context, capture_r
       }
     }
     profile_range range(profile_category::backward, named_by, [&] { return n->name() + " backward"; });
+    const autocast as_recorded(n->recorded_autocast());
     n->run(context);
   };
   // A leaf someone waits for (a data-parallel bucket) runs once every

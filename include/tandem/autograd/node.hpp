@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "tandem/core/autocast.hpp"
 #include "tandem/core/error.hpp"
 #include "tandem/core/shape.hpp"
 
@@ -38,6 +39,9 @@ class node : public std::enable_shared_from_this<node> {
   virtual ~node() = default;
 
   std::uint64_t sequence() const { return sequence_; }
+  // The autocast the op ran under (core/autocast.hpp): its backward runs
+  // under it too, wherever backward() is called.
+  dtype recorded_autocast() const { return recorded_autocast_; }
   const std::vector<std::shared_ptr<node>>& next() const { return next_; }
 
   // Adds a gradient for this node's output (converted to its element type).
@@ -72,6 +76,7 @@ class node : public std::enable_shared_from_this<node> {
     return counter.fetch_add(1, std::memory_order_relaxed);
   }
   std::uint64_t sequence_;
+  dtype recorded_autocast_ = autocast_dtype();
 };
 
 // How many gradient-ready hooks exist: while there are none, the engine

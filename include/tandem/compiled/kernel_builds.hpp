@@ -92,7 +92,8 @@ void TANDEM_KERNEL_INSTALLER(bool clear) {
   install_rows<double>(clear);
   install_row_kernels<float>(clear);
   install_row_kernels<double>(clear);
-  install(dispatched_gemm_bf16, &native_gemm_bf16, clear);
+  install(dispatched_gemm_bf16<bfloat16>, &native_gemm_bf16<bfloat16>, clear);
+  install(dispatched_gemm_bf16<float>, &native_gemm_bf16<float>, clear);
   install(dispatched_chain_kernels, chain_kernels_for(), clear);
 }
 

@@ -23,6 +23,12 @@
 // parameter the backward did not reach gets zeros): data-parallel training
 // averages them over the ranks there (dist::gradient_averaging), in either
 // mode.
+//
+// With a grad_scaler (nn/grad_scaler.hpp), the loss is multiplied by the
+// scale inside the step (a runtime scalar of the static graph), the
+// gradients divided by it after the hook, and a step whose gradients hold
+// an Inf or NaN skipped; the scale is then adjusted. The step returns the
+// loss unscaled.
 
 #include <functional>
 #include <optional>
@@ -33,11 +39,20 @@
 #include "tandem/core/tensor.hpp"
 #include "tandem/graph/mode.hpp"
 #include "tandem/graph/static_graph.hpp"
+#include "tandem/nn/grad_scaler.hpp"
 #include "tandem/nn/optimizer.hpp"
 
 namespace tandem::nn {
 
 using gradient_hook = std::function<void(step_gradients&)>;
+
+// A loss function times a grad_scaler's scale, read at each call.
+template <class Loss>
+struct scaled_loss {
+  Loss loss;
+  const grad_scaler* scaler;
+  auto operator()(const auto&... a) const { return loss(a...) * scaler->scale_factor(); }
+};
 
 template <class Loss>
 class train_step {
@@ -46,6 +61,11 @@ class train_step {
   // reference is the usual form); the optimizer by reference.
   train_step(Loss loss, optimizer& opt, gradient_hook hook = {})
       : graph_(std::move(loss)), optimizer_(&opt), hook_(std::move(hook)) {}
+  // The same with dynamic loss scaling; the scaler is kept by reference.
+  template <class Unscaled>
+    requires std::is_same_v<Loss, scaled_loss<Unscaled>>
+  train_step(Unscaled loss, optimizer& opt, grad_scaler& scaler, gradient_hook hook = {})
+      : graph_(Loss{std::move(loss), &scaler}), optimizer_(&opt), hook_(std::move(hook)), scaler_(&scaler) {}
 
   // The batch's loss, detached, after the update.
   template <class... A>
@@ -58,6 +78,7 @@ class train_step {
                   "tandem::nn::train_step: the loss function must return a float or double tensor");
     if (jit_enabled() && (compiled_ || get_mode() == mode::graph)) {
       optimizer_->zero_grad();
+      if (scaler_) scale_of_step_ = scaler_->scale_factor();
       // Not a structured binding: clang 14 cannot capture one in a lambda.
       auto result = graph_.value_and_captured_gradients(a...);
       auto& loss = result.first;
@@ -69,16 +90,17 @@ class train_step {
         if (parameter.has_grad()) g = g ? *g + parameter.grad() : parameter.grad();
         return g;
       });
-      return loss;
+      return unscaled(loss);
     }
     optimizer_->zero_grad();
+    if (scaler_) scale_of_step_ = scaler_->scale_factor();
     auto loss = graph_.function()(a...);
     require_scalar(loss);
     loss.backward();
     update([](const auto& parameter) {
       return parameter.has_grad() ? std::optional{parameter.grad()} : std::nullopt;
     });
-    return loss.detach();
+    return unscaled(loss.detach());
   }
 
   // This step, run as one static graph whatever the mode.
@@ -97,10 +119,22 @@ class train_step {
  private:
   template <class Gradients>
   void update(const Gradients& gradient_of) {
-    if (!hook_) return optimizer_->step_with(gradient_of);
+    if (!hook_ && !scaler_) return optimizer_->step_with(gradient_of);
     step_gradients all = optimizer_->gradients_of(gradient_of);
-    hook_(all);
-    optimizer_->step_with(all);
+    if (hook_) hook_(all);
+    if (!scaler_) return optimizer_->step_with(all);
+    // After the hook: ranks that average their gradients there all see
+    // the same Inf and skip the same steps.
+    scaler_->step_with(*optimizer_, std::move(all));
+    scaler_->update();
+  }
+
+  // The loss as the function computed it, before the scale of this step
+  // (which update() may have changed since).
+  template <class T>
+  tensor<T> unscaled(const tensor<T>& loss) const {
+    if (!scaler_) return loss;
+    return loss * (1.0 / scale_of_step_);
   }
 
   template <class T>
@@ -113,8 +147,13 @@ class train_step {
   static_graph<Loss> graph_;
   optimizer* optimizer_;
   gradient_hook hook_;
+  grad_scaler* scaler_ = nullptr;
+  double scale_of_step_ = 1;
   bool compiled_ = false;
 };
+
+template <class Loss>
+train_step(Loss, optimizer&, grad_scaler&, gradient_hook = {}) -> train_step<scaled_loss<Loss>>;
 
 }  // namespace tandem::nn
 

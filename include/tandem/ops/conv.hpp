@@ -23,6 +23,7 @@
 #include "tandem/kernels/cpu/gemm.hpp"
 #include "tandem/kernels/cuda/dispatch.hpp"
 #include "tandem/ops/elementwise/map.hpp"
+#include "tandem/ops/rounded_for_products.hpp"
 #include "tandem/ops/reduce.hpp"
 
 namespace tandem {
@@ -98,10 +99,12 @@ tensor<T> conv2d_input_gradient(const tensor<T>& grad, const tensor<T>& w, const
   conv_layout l = conv_layout_of(x_shape, w.shape(), o);
   tensor<T> dx;
   if (!grad.device().is_cpu()) {
+    refuse_autocast_on_device<T>("conv2d");
     dx = conv_kernel_in(cuda_conv2d_input_gradient_slot<T>, "the input's gradient of these elements")(grad.detach(),
                                                                                                        w.detach(), l);
   } else {
-    tensor<T> dy = grad.detach().contiguous(), kernel = w.detach().contiguous();
+    tensor<T> dy = rounded_for_products(grad.detach().contiguous()),
+              kernel = rounded_for_products(w.detach().contiguous());
     dx = tensor<T>(x_shape);
     conv2d_backward_input(l, dy.data(), kernel.data(), dx.data());
   }
@@ -117,10 +120,12 @@ tensor<T> conv2d_kernel_gradient(const tensor<T>& grad, const tensor<T>& x, cons
   conv_layout l = conv_layout_of(x.shape(), w_shape, o);
   tensor<T> dw;
   if (!grad.device().is_cpu()) {
+    refuse_autocast_on_device<T>("conv2d");
     dw = conv_kernel_in(cuda_conv2d_kernel_gradient_slot<T>, "the kernel's gradient of these elements")(
         grad.detach(), x.detach(), l, w_shape);
   } else {
-    tensor<T> dy = grad.detach().contiguous(), image = x.detach().contiguous();
+    tensor<T> dy = rounded_for_products(grad.detach().contiguous()),
+              image = rounded_for_products(x.detach().contiguous());
     dw = tensor<T>(w_shape);
     conv2d_backward_kernel(l, dy.data(), image.data(), dw.data());
   }
@@ -140,11 +145,13 @@ tensor<T> conv2d(const tensor<T>& x, const tensor<T>& w, const tensor<T>* bias, 
   const device where =
       common_device("conv2d", {place_of(x), place_of(w), has_bias ? place_of(*bias) : operand_place{nullptr, device::cpu}});
   if (!where.is_cpu()) {
+    refuse_autocast_on_device<T>("conv2d");
     tensor<T> offsets = has_bias ? bias->detach() : tensor<T>();
     return conv_kernel_in(cuda_conv2d_slot<T>, "convolutions of these elements")(x.detach(), w.detach(),
                                                                                  has_bias ? &offsets : nullptr, l);
   }
-  tensor<T> image = x.detach().contiguous(), kernel = w.detach().contiguous();
+  tensor<T> image = rounded_for_products(x.detach().contiguous()),
+            kernel = rounded_for_products(w.detach().contiguous());
   tensor<T> offsets = bias && bias->numel() > 0 ? bias->detach().contiguous() : tensor<T>();
   tensor<T> out(shape{l.g.batch, l.out_channels, l.g.out_h, l.g.out_w});
   conv2d_forward(l, image.data(), kernel.data(), offsets.numel() > 0 ? offsets.data() : nullptr, out.data());

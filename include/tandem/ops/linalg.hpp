@@ -20,6 +20,7 @@
 #include "tandem/kernels/cpu/thread_pool.hpp"
 #include "tandem/kernels/cuda/dispatch.hpp"
 #include "tandem/ops/elementwise/map.hpp"
+#include "tandem/ops/rounded_for_products.hpp"
 
 namespace tandem {
 
@@ -81,19 +82,21 @@ std::pair<std::int64_t, std::int64_t> batch_offsets(std::int64_t index, const sh
   return {off_a, off_b};
 }
 
-// One product on the host: bfloat16's sums in float rounded once
-// (kernels/cpu/gemm_bf16.hpp), the other types' in their own type.
-template <class T>
-void host_gemm(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<T> a, strided_matrix<T> b, T* c,
+// One product on the host: bfloat16's sums in float, rounded once into a
+// bfloat16 C or stored into a float one (kernels/cpu/gemm_bf16.hpp), the
+// other types' in their own type.
+template <class T, class P>
+void host_gemm(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<P> a, strided_matrix<P> b, T* c,
                std::int64_t ldc) {
-  if constexpr (std::is_same_v<T, bfloat16>) gemm_bf16(m, n, k, a, b, c, ldc);
+  if constexpr (std::is_same_v<P, bfloat16>) gemm_bf16(m, n, k, a, b, c, ldc);
   else gemm<T>(m, n, k, a, b, c, ldc);
 }
 
 // The batched product on the host: the gemm kernel per batch, batches
-// shared among the threads when each is small.
-template <class T>
-tensor<T> host_matmul(const tensor<T>& a, const tensor<T>& b, const shape& batch, std::int64_t m, std::int64_t n,
+// shared among the threads when each is small. Operands of type P, C of
+// type T (float sums of bfloat16 operands under autocast).
+template <class T, class P>
+tensor<T> host_matmul(const tensor<P>& a, const tensor<P>& b, const shape& batch, std::int64_t m, std::int64_t n,
                       std::int64_t k, const shape& out_shape) {
   tensor<T> out(out_shape);
   std::int64_t batches = numel(batch);
@@ -101,14 +104,15 @@ tensor<T> host_matmul(const tensor<T>& a, const tensor<T>& b, const shape& batch
   // K]): one product of all the rows, which packs the matrix once.
   const bool shared_b = std::all_of(b.strides().begin(), b.strides().end() - 2, [](std::int64_t s) { return s == 0; });
   if (batches > 1 && shared_b && rows_fold(a)) {
-    host_gemm<T>(batches * m, n, k, {a.data(), a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]},
-            {b.data(), b.strides()[b.dim() - 2], b.strides()[b.dim() - 1]}, out.data(), n);
+    host_gemm<T, P>(batches * m, n, k, {a.data(), a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]},
+                    {b.data(), b.strides()[b.dim() - 2], b.strides()[b.dim() - 1]}, out.data(), n);
     return out;
   }
   auto run_one = [&](std::int64_t index) {
     auto [off_a, off_b] = batch_offsets(index, batch, a, b);
-    host_gemm<T>(m, n, k, {a.data() + off_a, a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]},
-            {b.data() + off_b, b.strides()[b.dim() - 2], b.strides()[b.dim() - 1]}, out.data() + index * m * n, n);
+    host_gemm<T, P>(m, n, k, {a.data() + off_a, a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]},
+                    {b.data() + off_b, b.strides()[b.dim() - 2], b.strides()[b.dim() - 1]}, out.data() + index * m * n,
+                    n);
   };
   std::int64_t work = m * n * std::max<std::int64_t>(k, 1);
   if (batches > 1 && work < (1 << 18)) {
@@ -120,6 +124,34 @@ tensor<T> host_matmul(const tensor<T>& a, const tensor<T>& b, const shape& batch
     for (std::int64_t i = 0; i < batches; ++i) run_one(i);
   }
   return out;
+}
+
+// C (m x n, row stride n) = A B for A whose rows fold ([..., m, k]) and a
+// matrix B (k x n), with the epilogue called on C's blocks: a static
+// graph's product. Under autocast, float operands are rounded first (a
+// bfloat16 product on its own kernel, the epilogue then run over C's rows
+// by the threads).
+template <class P, class Epilogue>
+void host_product_then(std::int64_t m, std::int64_t n, std::int64_t k, const tensor<P>& a, const tensor<P>& b, P* c,
+                       const Epilogue& epilogue) {
+  if constexpr (std::is_same_v<P, float>) {
+    if (autocast_dtype() == dtype::bfloat16) {
+      const tensor<bfloat16> ar = a.detach().template astype<bfloat16>(), br = b.detach().template astype<bfloat16>();
+      gemm_bf16<float>(m, n, k, {ar.data(), k, 1}, {br.data(), n, 1}, c, n);
+      if (n > 0)
+        parallel_for(m, std::max<std::int64_t>(1, 16384 / n), [&](std::int64_t first, std::int64_t last) {
+          epilogue(gemm_block{first, last - first, 0, n});
+        });
+      return;
+    }
+    if (autocast_dtype() == dtype::float16) {
+      const tensor<float> ar = rounded_for_products(a), br = rounded_for_products(b);
+      gemm<P>(m, n, k, {ar.data(), k, 1}, {br.data(), n, 1}, c, n, epilogue);
+      return;
+    }
+  }
+  gemm<P>(m, n, k, {a.data(), a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]},
+          {b.data(), b.strides()[0], b.strides()[1]}, c, n, epilogue);
 }
 
 // The batched product on the GPU that holds both operands (cuBLAS through
@@ -180,13 +212,26 @@ tensor<T> matmul_same(const tensor<T>& a_in, const tensor<T>& b_in) {
   shape full_a = batch, full_b = batch;
   full_a.push_back(m), full_a.push_back(k);
   full_b.push_back(k), full_b.push_back(n);
-  a = a.expand(full_a);
-  b = b.expand(full_b);
-
   shape out_shape = batch;
   out_shape.push_back(m), out_shape.push_back(n);
-  tensor<T> out = a.device().is_cpu() && b.device().is_cpu() ? host_matmul(a, b, batch, m, n, k, out_shape)
-                                                             : device_matmul(a, b, batch, m, n, k, out_shape);
+  const bool on_host = a.device().is_cpu() && b.device().is_cpu();
+  tensor<T> out = [&] {
+    if constexpr (std::is_same_v<T, float>) {
+      // Under autocast, rounded before they are broadcast (a weight shared
+      // by the batches is rounded once).
+      if (autocast_dtype() != dtype::float32) {
+        if (!on_host) refuse_autocast_on_device<T>("matmul");
+        if (autocast_dtype() == dtype::bfloat16)
+          return host_matmul<float, bfloat16>(a.template astype<bfloat16>().expand(full_a),
+                                              b.template astype<bfloat16>().expand(full_b), batch, m, n, k, out_shape);
+        return host_matmul<float, float>(rounded_for_products(a).expand(full_a),
+                                         rounded_for_products(b).expand(full_b), batch, m, n, k, out_shape);
+      }
+    }
+    a = a.expand(full_a);
+    b = b.expand(full_b);
+    return on_host ? host_matmul<T, T>(a, b, batch, m, n, k, out_shape) : device_matmul(a, b, batch, m, n, k, out_shape);
+  }();
   if (a_in.dim() == 1 && b_in.dim() == 1) out = out.reshape({});
   else if (a_in.dim() == 1) out = out.squeeze(-2);
   else if (b_in.dim() == 1) out = out.squeeze(-1);

@@ -66,8 +66,7 @@ std::optional<tensor<T>> executor<Root, Inputs, OnDevice>::multiply_then_group(c
               elementwise_block<T, C>(kernel, space, out.data(), bases, n, block.row, block.rows, block.col,
                                       block.cols);
           };
-          gemm<P>(m, n, a.shape(-1), {a.data(), a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]},
-                  {b.data(), b.strides()[0], b.strides()[1]}, p.data(), n, group);
+          host_product_then(m, n, a.shape(-1), a, b, p.data(), group);
         },
         operands);
     result = out;

@@ -1,6 +1,7 @@
 #pragma once
 // C = A * B for bfloat16 A and B: products summed in float, rounded once to
-// bfloat16.
+// bfloat16, or stored as float sums (the float products of an autocast
+// scope, core/autocast.hpp, whose operands were rounded to bfloat16).
 //
 // Where the CPU has AVX512-BF16 (AMD Zen 4 and later, Intel Cooper Lake and
 // Sapphire Rapids and later), vdpbf16ps multiplies pairs of bfloat16 in one
@@ -26,6 +27,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "tandem/core/config.hpp"
 #include "tandem/core/reduced_float.hpp"
@@ -53,18 +55,24 @@ namespace tandem::detail {
 
 inline namespace TANDEM_KERNEL_ISA {
 
-// The float product of widened operands, rounded once into c.
-inline void gemm_bf16_via_float(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<bfloat16> a,
-                                strided_matrix<bfloat16> b, bfloat16* c, std::int64_t ldc) {
-  simd::scratch<float> wide_a(static_cast<std::size_t>(m * k)), wide_b(static_cast<std::size_t>(k * n)),
-      wide_c(static_cast<std::size_t>(m * n));
+// The float product of widened operands, stored into c (rounded once where
+// C is bfloat16).
+template <class Out>
+void gemm_bf16_via_float(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<bfloat16> a,
+                         strided_matrix<bfloat16> b, Out* c, std::int64_t ldc) {
+  simd::scratch<float> wide_a(static_cast<std::size_t>(m * k)), wide_b(static_cast<std::size_t>(k * n));
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t p = 0; p < k; ++p) wide_a[static_cast<std::size_t>(i * k + p)] = static_cast<float>(a(i, p));
   for (std::int64_t p = 0; p < k; ++p)
     for (std::int64_t j = 0; j < n; ++j) wide_b[static_cast<std::size_t>(p * n + j)] = static_cast<float>(b(p, j));
-  native_gemm<float>(m, n, k, {wide_a.data(), k, 1}, {wide_b.data(), n, 1}, wide_c.data(), n);
-  for (std::int64_t i = 0; i < m; ++i)
-    for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] = bfloat16(wide_c[static_cast<std::size_t>(i * n + j)]);
+  if constexpr (std::is_same_v<Out, float>) {
+    native_gemm<float>(m, n, k, {wide_a.data(), k, 1}, {wide_b.data(), n, 1}, c, ldc);
+  } else {
+    simd::scratch<float> wide_c(static_cast<std::size_t>(m * n));
+    native_gemm<float>(m, n, k, {wide_a.data(), k, 1}, {wide_b.data(), n, 1}, wide_c.data(), n);
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] = bfloat16(wide_c[static_cast<std::size_t>(i * n + j)]);
+  }
 }
 
 #if TANDEM_BF16_DOT_KERNEL
@@ -189,6 +197,9 @@ TANDEM_ALWAYS_INLINE void store_rounded_bf16(bfloat16* to, __m512 sums, __mmask1
   _mm512_mask_cvtepi32_storeu_epi16(to, live, rounded);
 }
 
+TANDEM_ALWAYS_INLINE void store_sums(bfloat16* to, __m512 sums, __mmask16 live) { store_rounded_bf16(to, sums, live); }
+TANDEM_ALWAYS_INLINE void store_sums(float* to, __m512 sums, __mmask16 live) { _mm512_mask_storeu_ps(to, live, sums); }
+
 // Where a tile reads A's pairs: a packed panel, or, where a row's steps are
 // contiguous, the panel's rows in place (rows past A's last repeat it; their
 // sums are not stored): packing A cost more than a narrow product.
@@ -209,9 +220,9 @@ TANDEM_ALWAYS_INLINE int bf16_pair(const bf16_panel_of_a& a, int i, std::int64_t
 // One tile of C: A's panel (MR rows) against packed B (NR columns), k steps
 // deep, its first `rows` rows and `cols` columns stored. Read in place, an
 // odd depth's last step is summed as the pair (step, 0), which is B's.
-template <class Shape, bool InPlace>
-TANDEM_BF16_DOT_TARGET void bf16_dot_tile(const bf16_panel_of_a& a, const std::uint32_t* pb, std::int64_t k,
-                                          bfloat16* c, std::int64_t ldc, std::int64_t rows, std::int64_t cols) {
+template <class Shape, bool InPlace, class Out>
+TANDEM_BF16_DOT_TARGET void bf16_dot_tile(const bf16_panel_of_a& a, const std::uint32_t* pb, std::int64_t k, Out* c,
+                                          std::int64_t ldc, std::int64_t rows, std::int64_t cols) {
   constexpr int mr = static_cast<int>(Shape::mr), nb = Shape::batches;
   __m512 sums[mr][nb];
 #if defined(__GNUC__) && !defined(__clang__)
@@ -243,7 +254,7 @@ TANDEM_BF16_DOT_TARGET void bf16_dot_tile(const bf16_panel_of_a& a, const std::u
 #endif
   for (int i = 0; i < mr; ++i) {
     if (i < rows)
-      for (int j = 0; j < nb; ++j) store_rounded_bf16(c + i * ldc + 16 * j, sums[i][j], first_lanes(cols - 16 * j));
+      for (int j = 0; j < nb; ++j) store_sums(c + i * ldc + 16 * j, sums[i][j], first_lanes(cols - 16 * j));
   }
 }
 
@@ -251,9 +262,9 @@ TANDEM_BF16_DOT_TARGET void bf16_dot_tile(const bf16_panel_of_a& a, const std::u
 // are not contiguous (each thread packs a share of the panels), then the
 // tiles shared among the threads, a column panel of B at a time so that
 // consecutive tiles read the same panel.
-template <class Shape>
+template <class Shape, class Out>
 void gemm_bf16_dot(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<bfloat16> a,
-                   strided_matrix<bfloat16> b, bfloat16* c, std::int64_t ldc) {
+                   strided_matrix<bfloat16> b, Out* c, std::int64_t ldc) {
   using shape = Shape;
   const std::int64_t pairs = (k + 1) / 2;
   const std::int64_t row_panels = (m + shape::mr - 1) / shape::mr, column_panels = (n + shape::nr - 1) / shape::nr;
@@ -280,7 +291,7 @@ void gemm_bf16_dot(std::int64_t m, std::int64_t n, std::int64_t k, strided_matri
     for (std::int64_t tile = first; tile < last; ++tile) {
       const std::int64_t jp = tile / row_panels, ip = tile % row_panels;
       const std::int64_t rows = std::min(shape::mr, m - ip * shape::mr), cols = std::min(shape::nr, n - jp * shape::nr);
-      bfloat16* const at = c + ip * shape::mr * ldc + jp * shape::nr;
+      Out* const at = c + ip * shape::mr * ldc + jp * shape::nr;
       bf16_panel_of_a panel{};
       if (a_in_place) {
         for (std::int64_t i = 0; i < shape::mr; ++i) panel.rows[i] = &a(ip * shape::mr + std::min(i, rows - 1), 0);
@@ -297,8 +308,9 @@ void gemm_bf16_dot(std::int64_t m, std::int64_t n, std::int64_t k, strided_matri
 
 // This translation unit's own bfloat16 product: vdpbf16ps where the unit
 // compiles it and the CPU runs it, else through float.
-inline void native_gemm_bf16(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<bfloat16> a,
-                             strided_matrix<bfloat16> b, bfloat16* c, std::int64_t ldc) {
+template <class Out>
+void native_gemm_bf16(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<bfloat16> a,
+                      strided_matrix<bfloat16> b, Out* c, std::int64_t ldc) {
 #if TANDEM_BF16_DOT_KERNEL
   if (cpu_has_bf16_dot_products()) {
     if (n <= bf16_dot_shape<1>::nr)
@@ -314,17 +326,21 @@ inline void native_gemm_bf16(std::int64_t m, std::int64_t n, std::int64_t k, str
 }  // inline namespace TANDEM_KERNEL_ISA
 
 // The bfloat16 product chosen at run time among tandem::compiled's builds
-// (kernels/cpu/dispatch.hpp); null until a choice is made.
+// (kernels/cpu/dispatch.hpp), by the type of C; null until a choice is made.
+template <class Out>
 using gemm_bf16_function = void (*)(std::int64_t, std::int64_t, std::int64_t, strided_matrix<bfloat16>,
-                                    strided_matrix<bfloat16>, bfloat16*, std::int64_t);
-inline constinit std::atomic<gemm_bf16_function> dispatched_gemm_bf16{nullptr};
+                                    strided_matrix<bfloat16>, Out*, std::int64_t);
+template <class Out>
+inline constinit std::atomic<gemm_bf16_function<Out>> dispatched_gemm_bf16{nullptr};
 
 inline namespace TANDEM_KERNEL_ISA {
 
-// C (m x n, row stride ldc) = A (m x k) * B (k x n), for m, n > 0.
-inline void gemm_bf16(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<bfloat16> a,
-                      strided_matrix<bfloat16> b, bfloat16* c, std::int64_t ldc) {
-  call_dispatched<&native_gemm_bf16>(dispatched_gemm_bf16, m, n, k, a, b, c, ldc);
+// C (m x n, row stride ldc; bfloat16 or float) = A (m x k) * B (k x n), for
+// m, n > 0.
+template <class Out>
+void gemm_bf16(std::int64_t m, std::int64_t n, std::int64_t k, strided_matrix<bfloat16> a,
+               strided_matrix<bfloat16> b, Out* c, std::int64_t ldc) {
+  call_dispatched<&native_gemm_bf16<Out>>(dispatched_gemm_bf16<Out>, m, n, k, a, b, c, ldc);
 }
 
 }  // inline namespace TANDEM_KERNEL_ISA
