@@ -6,7 +6,9 @@ torch.compile with --compile), and the ratio of their medians. Prints every roun
 median of the rounds' ratios. For comparison only (pip install torch).
 
     ./tandem.sh demo --model gpt --time-steps 5    # builds examples/gpt and writes build/data/kjv.txt
-    python3 bench/gpt_compare.py [--rounds 5] [--steps 30] [--threads 2] [--compile] [--mode graph]
+    python3 bench/gpt_compare.py [--rounds 5] [--steps 30] [--threads 2] [--compile] [--mode graph] [--bf16]
+
+--bf16 runs both under autocast: tandem's --precision bf16, PyTorch's torch.autocast("cpu", bfloat16).
 """
 import argparse, os, re, statistics, subprocess, sys
 
@@ -16,6 +18,7 @@ ap.add_argument("--steps", type=int, default=30)
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--compile", action="store_true", help="also time PyTorch under torch.compile")
 ap.add_argument("--mode", default="graph", choices=["eager", "graph", "capture"])
+ap.add_argument("--bf16", action="store_true", help="both under autocast to bfloat16")
 ap.add_argument("--gpt", default="build/release/examples/gpt")
 ap.add_argument("--data", default="build/data/kjv.txt")
 a = ap.parse_args()
@@ -34,11 +37,13 @@ def median_ms(command, pattern):
 peers = ["eager"] + (["compile"] if a.compile else [])
 ratios = {p: [] for p in peers}
 for r in range(a.rounds):
-    ours = median_ms([a.gpt, "--data", a.data, "--mode", a.mode, "--time-steps", str(a.steps)], r"([0-9.]+) ms per step")
+    ours = median_ms([a.gpt, "--data", a.data, "--mode", a.mode, "--time-steps", str(a.steps)] +
+                     (["--precision", "bf16"] if a.bf16 else []), r"([0-9.]+) ms per step")
     line = f"round {r + 1}: tandem {a.mode} {ours:.1f} ms"
     for p in peers:
         theirs = median_ms([sys.executable, os.path.join(here, "gpt_pytorch.py"), "--threads", str(a.threads), "--steps",
-                            str(a.steps)] + (["--compile"] if p == "compile" else []), r"median ([0-9.]+) ms per step")
+                            str(a.steps)] + (["--compile"] if p == "compile" else []) + (["--autocast"] if a.bf16 else []),
+                           r"median ([0-9.]+) ms per step")
         ratios[p].append(theirs / ours)
         line += f", pytorch {p} {theirs:.1f} ms ({theirs / ours:.2f}x)"
     print(line, flush=True)

@@ -16,6 +16,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--steps", type=int, default=60)
 ap.add_argument("--compile", action="store_true")
+ap.add_argument("--autocast", action="store_true", help="the forward under torch.autocast('cpu', bfloat16)")
 ap.add_argument("--generate", type=int, default=0)
 ap.add_argument("--cache", action="store_true", help="sample with a key-value cache per block")
 ap.add_argument("--products", action="store_true", help="time the training step's matrix products")
@@ -141,7 +142,8 @@ x, y = torch.randint(0, V, (B, T)), torch.randint(0, V, (B, T))
 
 
 def step():
-    loss = loss_fn(x, y)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.autocast):
+        loss = loss_fn(x, y)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -20,10 +20,22 @@ tensor<float> rounded(const tensor<float>& x) {
   return x.detach().astype<R>().template astype<float>();
 }
 
+// The double products a layout of a and b is checked against: of the
+// operands rounded to R, and of the operands as they are.
+struct references {
+  std::vector<double> rounded, exact;
+};
+
+template <class R>
+references references_of(const tensor<float>& a, const tensor<float>& b) {
+  return {test::product_in_double(rounded<R>(a), rounded<R>(b)), test::product_in_double(a, b)};
+}
+
 // Float sums of the rounded operands: within float's error of the double
 // product of the rounded values, and measurably off the unrounded one.
 template <class R>
-void check_rounded_product(const tensor<float>& a, const tensor<float>& b, const std::string& where) {
+void check_rounded_product(const tensor<float>& a, const tensor<float>& b, const references& want,
+                           const std::string& where) {
   const shape out{a.shape(0), b.shape(1)};
   const double k = static_cast<double>(a.shape(1));
   tensor<float> got;
@@ -31,29 +43,14 @@ void check_rounded_product(const tensor<float>& a, const tensor<float>& b, const
     const autocast scope(dtype_of<R>);
     got = matmul(a, b);
   }
-  test::check_values(got, out, test::product_in_double(rounded<R>(a), rounded<R>(b)), "rounded operands, " + where, 1e-5,
-                     1e-6 * k);
+  test::check_values(got, out, want.rounded, "rounded operands, " + where, 1e-5, 1e-6 * k);
   if (a.shape(1) >= 7 && out[0] * out[1] >= 4) {
-    const std::vector<double> exact = test::product_in_double(a, b);
+    const std::vector<float> values = got.to_vector();
     double off = 0;
-    for (std::size_t i = 0; i < exact.size(); ++i)
-      off = std::max(off, std::abs(static_cast<double>(got.to_vector()[i]) - exact[i]));
+    for (std::size_t i = 0; i < want.exact.size(); ++i)
+      off = std::max(off, std::abs(static_cast<double>(values[i]) - want.exact[i]));
     INFO(where);
     CHECK(off > 1e-5);
-  }
-}
-
-template <class R>
-void check_products() {
-  for (const auto& extents : {std::array<std::int64_t, 3>{1, 1, 1}, {2, 3, 31}, {13, 7, 33}, {40, 301, 100}}) {
-    const std::int64_t m = extents[0], k = extents[1], n = extents[2];
-    const tensor<float> a = test::random_tensor<float>({m, k}, -1, 1, 11);
-    const tensor<float> b = test::random_tensor<float>({k, n}, -1, 1, 12);
-    for (const auto& a_laid_out : test::layouts(a))
-      for (const auto& b_laid_out : test::layouts(b))
-        check_rounded_product<R>(a_laid_out.second, b_laid_out.second,
-                                 std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) + ", A " +
-                                     a_laid_out.first + ", B " + b_laid_out.first);
   }
 }
 
@@ -76,23 +73,35 @@ TEST_CASE("autocast scopes nest, end with their scope, and belong to their threa
     CHECK(elsewhere == dtype::float32);
   }
   CHECK(autocast_dtype() == dtype::float32);
-  CHECK_THROWS_WITH_AS(autocast(dtype::float64),
+  CHECK_THROWS_WITH_AS(autocast{dtype::float64},
                        "tandem::autocast: products round to bfloat16 or float16 (or float32, which is off), not "
                        "float64",
                        value_error);
 }
 
 // The bfloat16 kernel with float sums (vdpbf16ps where the CPU has it) and
-// the float kernel on widened operands, on every build this CPU runs.
+// the float kernel on widened operands, on every build this CPU runs, with
+// each operand contiguous, at stride 2 and transposed.
 TEST_CASE("under autocast, float products multiply rounded operands on every kernel build") {
   const test::kernels_restored restore;
   std::vector<instruction_set> levels = test::runnable_levels();
   levels.insert(levels.begin(), instruction_set::generic);
-  for (instruction_set level : levels) {
-    set_kernel_instruction_set(level);
-    INFO("build " << to_string(kernel_instruction_set()));
-    check_products<bfloat16>();
-    check_products<float16>();
+  for (const auto& extents : {std::array<std::int64_t, 3>{1, 1, 1}, {2, 3, 31}, {13, 7, 33}, {40, 301, 100}}) {
+    const std::int64_t m = extents[0], k = extents[1], n = extents[2];
+    const tensor<float> a = test::random_tensor<float>({m, k}, -1, 1, 11);
+    const tensor<float> b = test::random_tensor<float>({k, n}, -1, 1, 12);
+    const references bfloat16_want = references_of<bfloat16>(a, b), float16_want = references_of<float16>(a, b);
+    for (instruction_set level : levels) {
+      set_kernel_instruction_set(level);
+      for (const auto& a_laid_out : test::layouts(a))
+        for (const auto& b_laid_out : test::layouts(b)) {
+          const std::string where = std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) + ", build " +
+                                    std::string(to_string(kernel_instruction_set())) + ", A " + a_laid_out.first + ", B " +
+                                    b_laid_out.first;
+          check_rounded_product<bfloat16>(a_laid_out.second, b_laid_out.second, bfloat16_want, where);
+          check_rounded_product<float16>(a_laid_out.second, b_laid_out.second, float16_want, where);
+        }
+    }
   }
 }
 
@@ -153,30 +162,36 @@ TEST_CASE("a product recorded under autocast runs its backward under it") {
 // A static graph's product runs its reader's group as an epilogue; under
 // autocast it is the same product of rounded operands as the eager one,
 // and so is its backward.
-TEST_CASE_TEMPLATE("a static graph's products round under autocast as eager ones do", R, bfloat16, float16) {
+TEST_CASE("a static graph's products round under autocast as eager ones do") {
   auto layer = [](const auto& x, const auto& w, const auto& bias) { return relu(matmul(x, w) + bias); };
   auto graph = jit(layer);
   const tensor<float> x = test::random_tensor<float>({2, 17, 33}, -1, 1, 41);
   const tensor<float> w = test::random_tensor<float>({33, 19}, -1, 1, 42);
   const tensor<float> bias = test::random_tensor<float>({19}, -0.2, 0.2, 43);
   const tensor<float> s = test::random_tensor<float>({2, 17, 19}, -1, 1, 44);
-  auto run = [&](auto f) {
-    tensor<float> xs = x.detach(), ws = w.detach();
-    xs.set_requires_grad(true), ws.set_requires_grad(true);
-    const autocast scope(dtype_of<R>);
-    tensor<float> y = f(xs, ws, bias);
-    sum(y * s).backward();
-    return std::array{y, xs.grad(), ws.grad()};
-  };
-  const auto eager = run(layer);
-  const auto fused = run(graph);
-  const char* names[] = {"value", "dx", "dw"};
-  for (int i = 0; i < 3; ++i) {
-    INFO(names[i]);
-    CHECK(fused[i].to_vector() == eager[i].to_vector());
+  for (dtype products : {dtype::bfloat16, dtype::float16}) {
+    INFO(dtype_name(products));
+    auto run = [&](const auto& f) {
+      tensor<float> xs = x.detach(), ws = w.detach();
+      xs.set_requires_grad(true), ws.set_requires_grad(true);
+      const autocast scope(products);
+      tensor<float> y = f(xs, ws, bias);
+      sum(y * s).backward();
+      return std::array{y, xs.grad(), ws.grad()};
+    };
+    const auto eager = run(layer);
+    const auto fused = run(graph);
+    const char* names[] = {"value", "dx", "dw"};
+    for (int i = 0; i < 3; ++i) {
+      INFO(names[i]);
+      CHECK(fused[i].to_vector() == eager[i].to_vector());
+    }
+    const auto rounded_operand = [&](const tensor<float>& v) {
+      return products == dtype::bfloat16 ? rounded<bfloat16>(v) : rounded<float16>(v);
+    };
+    test::check_values(eager[0], relu(matmul(rounded_operand(x), rounded_operand(w)) + bias),
+                       "value against rounded operands", 1e-5, 1e-5);
   }
-  test::check_values(eager[0], relu(matmul(rounded<R>(x), rounded<R>(w)) + bias), "value against rounded operands",
-                     1e-5, 1e-5);
 }
 
 TEST_CASE("conv2d under autocast convolves rounded operands, forward and backward") {
