@@ -61,11 +61,8 @@ class grad_scaler {
     unscaled_ = true;
     const step_gradients all = opt.gradients_of(
         [](const auto& p) { return p.has_grad() ? std::optional{p.grad()} : std::nullopt; });
-    auto unscale_one = [&](auto parameter) {
-      if (!parameter.has_grad()) return;
-      auto g = parameter.grad();
-      g.assign(g * (1.0 / scale_));
-      found_non_finite_ = found_non_finite_ || !finite(g);
+    auto unscale_one = [&](const auto& parameter) {
+      if (parameter.has_grad()) parameter.grad().assign(unscaled(parameter.grad()));
     };
     for (const auto& p : all.float_parameters) unscale_one(p);
     for (const auto& p : all.double_parameters) unscale_one(p);
@@ -83,14 +80,8 @@ class grad_scaler {
   // where a parameter has none): a fused training step's, which never
   // reach .grad.
   bool step_with(optimizer& opt, step_gradients all) {
-    auto unscale_each = [&](auto& gradients) {
-      for (auto& g : gradients) {
-        g = g * (1.0 / scale_);
-        found_non_finite_ = found_non_finite_ || !finite(g);
-      }
-    };
-    unscale_each(all.floats);
-    unscale_each(all.doubles);
+    for (auto& g : all.floats) g = unscaled(g);
+    for (auto& g : all.doubles) g = unscaled(g);
     if (!found_non_finite_) opt.step_with(all);
     return finish_step();
   }
@@ -114,11 +105,14 @@ class grad_scaler {
   std::int64_t skipped_steps() const { return skipped_; }
 
  private:
+  // g divided by the scale, noting whether it holds an Inf or NaN: 0 * x
+  // is 0 for every finite x and NaN for Inf or NaN, so one fused sum says
+  // (and no sum of large finite values can overflow).
   template <class T>
-  static bool finite(const tensor<T>& g) {
-    // 0 * x is 0 for every finite x and NaN for Inf or NaN: one fused pass,
-    // and no sum of large finite values to overflow.
-    return !std::isnan(static_cast<double>(sum(g * T(0)).item()));
+  tensor<T> unscaled(const tensor<T>& g) {
+    tensor<T> u = g * (1.0 / scale_);
+    found_non_finite_ = found_non_finite_ || std::isnan(static_cast<double>(sum(u * T(0)).item()));
+    return u;
   }
 
   bool finish_step() {

@@ -132,24 +132,20 @@ tensor<T> host_matmul(const tensor<P>& a, const tensor<P>& b, const shape& batch
 // bfloat16 product on its own kernel, the epilogue then run over C's rows
 // by the threads).
 template <class P, class Epilogue>
-void host_product_then(std::int64_t m, std::int64_t n, std::int64_t k, const tensor<P>& a, const tensor<P>& b, P* c,
-                       const Epilogue& epilogue) {
+void host_product_then(std::int64_t m, std::int64_t n, std::int64_t k, const tensor<P>& a_in, const tensor<P>& b_in,
+                       P* c, const Epilogue& epilogue) {
   if constexpr (std::is_same_v<P, float>) {
     if (autocast_dtype() == dtype::bfloat16) {
-      const tensor<bfloat16> ar = a.detach().template astype<bfloat16>(), br = b.detach().template astype<bfloat16>();
-      gemm_bf16<float>(m, n, k, {ar.data(), k, 1}, {br.data(), n, 1}, c, n);
+      const tensor<bfloat16> a = a_in.detach().template astype<bfloat16>(), b = b_in.detach().template astype<bfloat16>();
+      gemm_bf16<float>(m, n, k, {a.data(), k, 1}, {b.data(), n, 1}, c, n);
       if (n > 0)
         parallel_for(m, std::max<std::int64_t>(1, 16384 / n), [&](std::int64_t first, std::int64_t last) {
           epilogue(gemm_block{first, last - first, 0, n});
         });
       return;
     }
-    if (autocast_dtype() == dtype::float16) {
-      const tensor<float> ar = rounded_for_products(a), br = rounded_for_products(b);
-      gemm<P>(m, n, k, {ar.data(), k, 1}, {br.data(), n, 1}, c, n, epilogue);
-      return;
-    }
   }
+  const tensor<P> a = rounded_for_products(a_in), b = rounded_for_products(b_in);
   gemm<P>(m, n, k, {a.data(), a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]},
           {b.data(), b.strides()[0], b.strides()[1]}, c, n, epilogue);
 }
@@ -216,20 +212,16 @@ tensor<T> matmul_same(const tensor<T>& a_in, const tensor<T>& b_in) {
   out_shape.push_back(m), out_shape.push_back(n);
   const bool on_host = a.device().is_cpu() && b.device().is_cpu();
   tensor<T> out = [&] {
+    if (!on_host) refuse_autocast_on_device<T>("matmul");
+    // Under autocast, rounded before they are broadcast (a weight shared
+    // by the batches is rounded once); bfloat16 operands on their kernel.
     if constexpr (std::is_same_v<T, float>) {
-      // Under autocast, rounded before they are broadcast (a weight shared
-      // by the batches is rounded once).
-      if (autocast_dtype() != dtype::float32) {
-        if (!on_host) refuse_autocast_on_device<T>("matmul");
-        if (autocast_dtype() == dtype::bfloat16)
-          return host_matmul<float, bfloat16>(a.template astype<bfloat16>().expand(full_a),
-                                              b.template astype<bfloat16>().expand(full_b), batch, m, n, k, out_shape);
-        return host_matmul<float, float>(rounded_for_products(a).expand(full_a),
-                                         rounded_for_products(b).expand(full_b), batch, m, n, k, out_shape);
-      }
+      if (autocast_dtype() == dtype::bfloat16)
+        return host_matmul<float, bfloat16>(a.template astype<bfloat16>().expand(full_a),
+                                            b.template astype<bfloat16>().expand(full_b), batch, m, n, k, out_shape);
     }
-    a = a.expand(full_a);
-    b = b.expand(full_b);
+    a = rounded_for_products(a).expand(full_a);
+    b = rounded_for_products(b).expand(full_b);
     return on_host ? host_matmul<T, T>(a, b, batch, m, n, k, out_shape) : device_matmul(a, b, batch, m, n, k, out_shape);
   }();
   if (a_in.dim() == 1 && b_in.dim() == 1) out = out.reshape({});
