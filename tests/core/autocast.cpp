@@ -125,6 +125,14 @@ TEST_CASE("under autocast, batched products round each operand once and double p
   test::check_values(vector_product, matmul(rounded<bfloat16>(x), rounded<bfloat16>(v)), "a vector operand", 1e-5,
                      1e-5);
   CHECK(wide.to_vector() == matmul(x.astype<double>(), w.astype<double>()).to_vector());
+  // float16 tensors multiply their own values: autocast rounds float ones.
+  const tensor<float16> h = x.astype<float16>(), hw = w.astype<float16>();
+  tensor<float16> in_scope;
+  {
+    const autocast rounding(dtype::bfloat16);
+    in_scope = matmul(h, hw);
+  }
+  CHECK(in_scope.astype<float>().to_vector() == matmul(h, hw).astype<float>().to_vector());
 }
 
 // d/dA sum(A B * S) = S B^T and d/dB = A^T S, each product of rounded

@@ -243,9 +243,12 @@ tensor<promote_t<A, B>> matmul(const tensor<A>& a, const tensor<B>& b) {
                 "tandem::matmul: bool tensors cannot be multiplied as matrices; convert them with astype<T>() first");
   using T = promote_t<A, B>;
   // 16-bit floats sum in float and round the product once: bfloat16 in its
-  // own kernel, float16 as float.
-  if constexpr (std::is_same_v<T, float16>)
+  // own kernel, float16 as float, its values as they are (a float16
+  // tensor's product is not one autocast rounds).
+  if constexpr (std::is_same_v<T, float16>) {
+    const autocast exact(dtype::float32);
     return detail::matmul_same(a.template astype<float>(), b.template astype<float>()).template astype<T>();
+  }
   else if constexpr (std::is_same_v<A, T> && std::is_same_v<B, T>) return detail::matmul_same(a, b);
   else return detail::matmul_same(a.template astype<T>(), b.template astype<T>());
 }
